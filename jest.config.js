@@ -1,0 +1,22 @@
+/** Two projects: fast unit specs beside the code, and e2e/fault suites against real Redis. */
+const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }];
+const shared = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': tsJest },
+  moduleNameMapper: { '^nestjs-redis-lock$': '<rootDir>/lib/index.ts' },
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/lib/**/*.spec.ts'] },
+    {
+      ...shared,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.js',
+      setupFilesAfterEnv: ['<rootDir>/test/support/fail-on-unhandled.ts'],
+    },
+  ],
+  testTimeout: 60_000,
+};

@@ -1,0 +1,110 @@
+import { UseInterceptors } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import { messages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockError } from '../errors/redis-lock.error';
+import { lockContext } from '../locking/lock-context';
+import { observeLocked, runLocked } from '../locking/run-locked';
+import { assertNonNegative, assertOneOf, assertPositive } from '../module/resolve-options';
+import { boundLockService } from './locked-binding';
+import {
+  createLockedSpec,
+  keyFromArguments,
+  LOCKED_METADATA,
+  type LockedOptions,
+  type LockedSpec,
+  type LockKeyFactory,
+} from './locked-spec';
+import { LockedInterceptor } from './locked.interceptor';
+
+export type { LockedOptions, LockKeyFactory };
+
+/**
+ * Runs the method while holding a Redis lock on a key built from its arguments (providers) or
+ * from the request (controller handlers), renewing the lease while it runs and releasing it after.
+ *
+ * - `'order:<userId>'` — `<name>` is a parameter name (provider) or a route param / query / body /
+ *   user field (controller); dotted paths (`<dto.user.id>`, `<0.id>`, `<body.userId>`) reach inside.
+ * - A function is the escape hatch: `(...args) => string` on providers, `(ctx) => string` on routes.
+ * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
+ *   `order:undefined`.
+ * - Provider methods always return a Promise (they wait for the lock); methods declared to return
+ *   `Observable` hold the lock from subscribe until complete, error or unsubscribe.
+ *
+ * @example
+ * ```ts
+ * @Locked('order:<userId>')
+ * async createOrder(userId: string, voucherId: string) { … }
+ *
+ * @Post(':voucherId/orders')
+ * @Locked('voucher:<voucherId>:user:<body.userId>', { wait: 2_000 })
+ * create(@Param('voucherId') voucherId: string, @Body() dto: CreateOrderDto) { … }
+ *
+ * @Cron('0 * * * * *')
+ * @Locked('settlement', { onBusy: 'skip' })   // runs on one replica per tick
+ * async settle() { … }
+ * ```
+ */
+export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}): MethodDecorator {
+  validateLockedOptions(options);
+  return (target, propertyKey, descriptor) => {
+    const where = `${describeTarget(target)}.${String(propertyKey)}`;
+    const original: unknown = descriptor?.value;
+    if (typeof original !== 'function') throw new RedisLockConfigError(messages.notAMethod(where));
+    const returnsObservable =
+      Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
+    const spec = createLockedSpec(key, options, original, where, returnsObservable);
+    const wrapper = lockedMethod(original as (...args: unknown[]) => unknown, spec);
+
+    // Keep what decorators below this one stored on the original (@Get, @HttpCode, @Cron, …).
+    for (const metadataKey of Reflect.getOwnMetadataKeys(original)) {
+      Reflect.defineMetadata(metadataKey, Reflect.getOwnMetadata(metadataKey, original), wrapper);
+    }
+    Object.defineProperty(wrapper, 'name', { value: original.name });
+    Object.defineProperty(wrapper, 'length', { value: original.length });
+    Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
+    // Mutate the descriptor (never return a new one), so decorators above see the wrapper.
+    (descriptor as TypedPropertyDescriptor<unknown>).value = wrapper;
+    UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor);
+  };
+}
+
+function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpec) {
+  const wrapper = function (this: unknown, ...args: unknown[]): unknown {
+    const frame = lockContext.getStore();
+    if (frame?.lockedByInterceptor === wrapper) {
+      // A route: the interceptor already holds the lock for this very call.
+      return lockContext.run({ ...frame, lockedByInterceptor: undefined }, () =>
+        original.apply(this, args),
+      );
+    }
+    const locks = boundLockService(this);
+    if (spec.returnsObservable) {
+      if (!locks) throw new RedisLockError(messages.notBound(spec.where));
+      const key = keyFromArguments(spec, args);
+      return observeLocked(
+        locks,
+        key,
+        spec.options,
+        () => original.apply(this, args) as Observable<unknown>,
+      );
+    }
+    return (async () => {
+      if (!locks) throw new RedisLockError(messages.notBound(spec.where));
+      const key = keyFromArguments(spec, args);
+      return runLocked(locks, key, spec.options, () => original.apply(this, args));
+    })();
+  };
+  return wrapper;
+}
+
+function validateLockedOptions(options: LockedOptions): void {
+  if (options.ttl !== undefined) assertPositive('ttl', options.ttl);
+  if (options.wait !== undefined) assertNonNegative('wait', options.wait);
+  if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);
+  if (options.onLost !== undefined) assertOneOf('onLost', options.onLost, ['throw', 'log']);
+}
+
+function describeTarget(target: object): string {
+  return typeof target === 'function' ? target.name : target.constructor.name;
+}

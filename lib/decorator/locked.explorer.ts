@@ -1,0 +1,50 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { messages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { LockService } from '../lock.service';
+import { bindLockService } from './locked-binding';
+import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
+
+/**
+ * At bootstrap (as @nestjs/schedule's explorer does), finds every provider and controller with
+ * `@Locked` methods, binds this app's LockService to the instance, and validates provider key
+ * templates against the method's parameters — so a typo stops the app from starting.
+ */
+@Injectable()
+export class LockedExplorer implements OnModuleInit {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly locks: LockService,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);
+    for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, false);
+  }
+
+  private explore(wrapper: InstanceWrapper, isController: boolean): void {
+    const instance: unknown = wrapper.instance;
+    const prototype =
+      instance && typeof instance === 'object'
+        ? Object.getPrototypeOf(instance)
+        : wrapper.metatype?.prototype;
+    if (!prototype) return;
+    let bound = false;
+    for (const name of this.scanner.getAllMethodNames(prototype)) {
+      const spec = getLockedSpec(prototype[name]);
+      if (!spec) continue;
+      if (!isController) {
+        if (!wrapper.isDependencyTreeStatic())
+          throw new RedisLockConfigError(messages.requestScoped(spec.where));
+        assertProviderPlaceholders(spec);
+      }
+      if (!bound && instance && typeof instance === 'object') {
+        bindLockService(instance, this.locks);
+        bound = true;
+      }
+    }
+  }
+}

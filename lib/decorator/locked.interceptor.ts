@@ -1,0 +1,110 @@
+import {
+  BadRequestException,
+  HttpException,
+  Injectable,
+  Optional,
+  ServiceUnavailableException,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { throwError, type Observable } from 'rxjs';
+import { LockKeyError } from '../errors/lock-key.error';
+import { LockLostError } from '../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { messages } from '../errors/messages';
+import { RedisLockError } from '../errors/redis-lock.error';
+import { LockService } from '../lock.service';
+import { lockContext } from '../locking/lock-context';
+import { observeLocked } from '../locking/run-locked';
+import { getLockedSpec, keyFromContext, type LockedSpec } from './locked-spec';
+
+/**
+ * Takes the lock of a `@Locked` route before the handler runs (and before its pipes), keyed from
+ * the request, and holds it until the response completes. `@Locked` attaches it by itself; it is
+ * exported for `APP_INTERCEPTOR`-style setups and for subclassing its seams (`resolveKey`,
+ * `toHttpException`), as `ThrottlerGuard` allows.
+ */
+@Injectable()
+export class LockedInterceptor implements NestInterceptor {
+  constructor(@Optional() private readonly locks?: LockService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const handler = context.getHandler();
+    const spec = getLockedSpec(handler);
+    if (!spec) return next.handle();
+    if (!this.locks) return throwError(() => new RedisLockError(messages.notBound(spec.where)));
+
+    let key: string;
+    try {
+      key = this.resolveKey(spec, context);
+    } catch (error) {
+      return throwError(() => this.mapError(error, context));
+    }
+    const run = (): Observable<unknown> =>
+      lockContext.run({ ...lockContext.getStore()!, lockedByInterceptor: handler }, () =>
+        next.handle(),
+      );
+    return observeLocked(this.locks, key, spec.options, run, (error) =>
+      this.mapError(error, context),
+    );
+  }
+
+  /** Builds the lock key for this call. Override to derive keys differently. */
+  protected resolveKey(spec: LockedSpec, context: ExecutionContext): string {
+    return keyFromContext(spec, context);
+  }
+
+  /**
+   * Turns a lock failure on an HTTP route into an HTTP exception: the module's `exceptionFactory`
+   * when set, else 409 (`busyStatus`) with `Retry-After` when busy, 400 for a bad key, 503 when
+   * the lock was lost. Other transports get the lock error itself.
+   */
+  protected toHttpException(
+    error: LockNotAcquiredError | LockKeyError | LockLostError,
+    context: ExecutionContext,
+  ): unknown {
+    const options = this.locks!.options;
+    if (options.exceptionFactory) return options.exceptionFactory(error, context);
+    if (error instanceof LockNotAcquiredError) {
+      // The holder's PTTL is only an upper bound (a renewed lease always shows ~ttl), and most
+      // locked work is short: advise the smallest Retry-After and report the bound in the body.
+      const retryAfter = 1;
+      setHeader(context.switchToHttp().getResponse(), 'Retry-After', String(retryAfter));
+      return new HttpException(
+        {
+          statusCode: options.busyStatus,
+          error: 'Conflict',
+          message: error.message,
+          resource: error.key,
+          retryAfter,
+          lockExpiresInMs: error.retryAfterMs,
+        },
+        options.busyStatus,
+        { cause: error },
+      );
+    }
+    if (error instanceof LockKeyError)
+      return new BadRequestException(error.message, { cause: error });
+    return new ServiceUnavailableException(error.message, { cause: error });
+  }
+
+  private mapError(error: unknown, context: ExecutionContext): unknown {
+    const isLockFailure =
+      error instanceof LockNotAcquiredError ||
+      error instanceof LockKeyError ||
+      error instanceof LockLostError;
+    if (!isLockFailure || context.getType() !== 'http') return error;
+    return this.toHttpException(error, context);
+  }
+}
+
+/** Express (`setHeader`) and Fastify (`header`) responses. */
+function setHeader(response: unknown, name: string, value: string): void {
+  const target = response as {
+    setHeader?: (n: string, v: string) => void;
+    header?: (n: string, v: string) => void;
+  };
+  if (typeof target.setHeader === 'function') target.setHeader(name, value);
+  else if (typeof target.header === 'function') target.header(name, value);
+}

@@ -1,0 +1,210 @@
+import { Logger } from '@nestjs/common';
+import { EventEmitter } from 'node:events';
+import type { LockLostError } from '../errors/lock-lost.error';
+import { messages } from '../errors/messages';
+import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
+import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import {
+  closeRedisClient,
+  openRedisConnection,
+  type RedisClient,
+  type RedisCommander,
+  type RedisConnection,
+} from '../redis/redis-client';
+import { acquireScript } from '../scripts/acquire.script';
+import { extendScript } from '../scripts/extend.script';
+import { forceReleaseScript } from '../scripts/force-release.script';
+import { releaseScript } from '../scripts/release.script';
+import { monotonicNow, newToken } from './clock';
+import { HeldLock, type LockOperations } from './lock-handle';
+import { ReleaseNotifier, type Waiter } from './release-notifier';
+import { Watchdog } from './watchdog';
+import { withTimeout } from './with-timeout';
+
+/** One acquisition request, validated by the caller. */
+export interface AcquireRequest {
+  key: string;
+  ttl: number;
+  wait: number;
+  renew: boolean;
+  signal?: AbortSignal;
+}
+
+/** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
+export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
+
+/**
+ * The Redis side of the lock: one script per operation, the waiting strategy, the watchdog and
+ * the release notifier. Knows nothing of Nest beyond its Logger.
+ */
+export class LockEngine implements LockOperations {
+  readonly events = new EventEmitter();
+  private readonly connection: RedisConnection;
+  private readonly client: RedisClient & RedisCommander;
+  private readonly logger = new Logger('RedisLock');
+  private readonly watchdog: Watchdog;
+  private readonly notifier: ReleaseNotifier;
+  /** Every lock held through this engine, renewed or not, for release on shutdown. */
+  private readonly held = new Set<HeldLock>();
+  private closing = false;
+
+  constructor(readonly options: ResolvedRedisLockOptions) {
+    this.connection = openRedisConnection(options.redis);
+    this.client = this.connection.client as RedisClient & RedisCommander;
+    // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
+    if (this.connection.owned) this.client.on('error', () => undefined);
+    this.watchdog = new Watchdog((lock) => this.extendLease(lock, lock.lease), this.logger);
+    this.notifier = new ReleaseNotifier(() => this.connection.client.duplicate(), this.logger);
+  }
+
+  keysOf(key: string): LockRedisKeys {
+    return lockRedisKeys(this.options.prefix, key);
+  }
+
+  /** Tries at once, then (if `wait` > 0) waits for a release message or the holder's lease end. */
+  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    const { signal } = request;
+    signal?.throwIfAborted();
+    const started = monotonicNow();
+    const keys = this.keysOf(request.key);
+    const first = await this.attempt(request, keys);
+    if (typeof first !== 'number') return { lock: first };
+    if (request.wait <= 0) return { busyFor: first, waited: 0 };
+
+    const deadline = started + request.wait;
+    // Subscribe before the next try, so a release between our try and our sleep is never missed.
+    const waiter: Waiter = await this.notifier.register(keys.channel);
+    try {
+      let busyFor = first;
+      for (;;) {
+        const outcome = await this.attempt(request, keys);
+        if (typeof outcome !== 'number') return { lock: outcome };
+        busyFor = outcome;
+        const remaining = deadline - monotonicNow();
+        if (remaining <= 0) return { busyFor, waited: monotonicNow() - started };
+        // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
+        const jitter = Math.random() * this.options.retryJitter;
+        await waiter.sleep(Math.min(busyFor + jitter, remaining), signal);
+      }
+    } finally {
+      this.notifier.unregister(waiter);
+    }
+  }
+
+  async isLocked(key: string): Promise<boolean> {
+    const exists = await this.bounded(this.client.exists(this.keysOf(key).lock), 'EXISTS');
+    return exists === 1;
+  }
+
+  async forceRelease(key: string): Promise<boolean> {
+    const keys = this.keysOf(key);
+    const deleted = await this.bounded(
+      forceReleaseScript.run(this.client, [keys.lock, keys.channel], []),
+      'force-release',
+    );
+    return deleted === 1;
+  }
+
+  extendLease(lock: HeldLock, ms: number): Promise<boolean> {
+    return this.bounded(
+      extendScript.run(this.client, [lock.redisKeys.lock], [lock.token, Math.ceil(ms)]),
+      'extend',
+    ).then((renewed) => renewed === 1);
+  }
+
+  releaseLease(lock: HeldLock): Promise<boolean> {
+    const { redisKeys } = lock;
+    return this.bounded(
+      releaseScript.run(this.client, [redisKeys.lock, redisKeys.channel], [lock.token]),
+      'release',
+    ).then((deleted) => deleted === 1);
+  }
+
+  untrack(lock: HeldLock): void {
+    this.held.delete(lock);
+    this.watchdog.remove(lock);
+  }
+
+  reportLost(lock: HeldLock, error: LockLostError): void {
+    this.logger.warn(error.message);
+    this.events.emit('lost', error, lock);
+  }
+
+  /** Stops renewal, releases what is still held (bounded), then closes what we opened. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    const held = [...this.held];
+    this.watchdog.stop();
+    await Promise.allSettled(held.map((lock) => lock.release()));
+    await this.notifier.close();
+    if (this.connection.owned) await closeRedisClient(this.connection.client);
+  }
+
+  /** One try: a lock, or the holder's remaining lease in ms. */
+  private async attempt(request: AcquireRequest, keys: LockRedisKeys): Promise<HeldLock | number> {
+    if (this.closing) throw new RedisLockError(messages.shuttingDown());
+    const token = newToken();
+    const sentAt = monotonicNow();
+    const sent = acquireScript.run(
+      this.client,
+      [keys.lock, keys.fence],
+      [token, Math.ceil(request.ttl)],
+    );
+    let result: unknown;
+    try {
+      result = await raceAbort(this.bounded(sent, 'acquire'), request.signal);
+    } catch (error) {
+      // Timed out or cancelled while the server may still grant it: free that grant when it lands.
+      sent.then(
+        (late) => {
+          if (typeof late === 'number' && late > 0) {
+            void releaseScript
+              .run(this.client, [keys.lock, keys.channel], [token])
+              .catch(() => undefined);
+          }
+        },
+        () => undefined,
+      );
+      throw error;
+    }
+    const fence = Number(result);
+    if (fence <= 0) return -fence;
+    const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
+    this.held.add(lock);
+    if (request.renew) this.watchdog.add(lock);
+    return lock;
+  }
+
+  private bounded<T>(command: Promise<T>, operation: string): Promise<T> {
+    return withTimeout(command, this.options.commandTimeout, operation).catch((error: unknown) => {
+      if (error instanceof RedisLockError) throw error;
+      throw new RedisUnavailableError(
+        `Redis ${operation} failed: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    });
+  }
+}
+
+/** Resolves with `promise`, or rejects with the signal's reason as soon as it aborts. */
+function raceAbort<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,138 @@
+import type { Logger } from '@nestjs/common';
+import type { RedisClient } from '../redis/redis-client';
+
+/**
+ * One waiter for one lock key. A release message wakes it; `pendingWake` remembers a message that
+ * arrived while it was busy trying, so the wake-up is not lost between "try failed" and "sleep".
+ */
+export class Waiter {
+  private wake?: () => void;
+  private pendingWake = false;
+
+  constructor(readonly channel: string) {}
+
+  /** Called by the notifier when a release message for this channel arrives. */
+  notify(): void {
+    if (this.wake) this.wake();
+    else this.pendingWake = true;
+  }
+
+  get isSleeping(): boolean {
+    return this.wake !== undefined;
+  }
+
+  /** Sleeps until notified, `ms` passes or `signal` aborts (then rejects with its reason). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.pendingWake) {
+      this.pendingWake = false;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.wake = undefined;
+      };
+      const onAbort = (): void => {
+        done();
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => {
+        done();
+        resolve();
+      }, ms);
+      this.wake = () => {
+        done();
+        resolve();
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+interface Channel {
+  readonly waiters: Set<Waiter>;
+  readonly subscribed: Promise<unknown>;
+}
+
+/**
+ * Wakes waiters when a lock is released, over ONE subscriber connection per process, shared by
+ * all keys. A channel is subscribed while it has at least one local waiter. Each release message
+ * wakes one local waiter (the longest-waiting idle one), so a hand-off costs one retry per process,
+ * not one per waiter. A lost message only delays a waiter until its fallback timer.
+ */
+export class ReleaseNotifier {
+  private subscriber?: RedisClient;
+  private readonly channels = new Map<string, Channel>();
+
+  constructor(
+    private readonly createSubscriber: () => RedisClient,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Registers a waiter; resolves once the server confirmed the subscription. */
+  async register(channel: string): Promise<Waiter> {
+    const waiter = new Waiter(channel);
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      const subscribed = this.connection()
+        .subscribe(channel)
+        .catch((error: unknown) => {
+          // Not fatal: the waiter still retries on its fallback timer.
+          this.logger.warn(`Could not subscribe to ${channel}: ${String(error)}`);
+        });
+      entry = { waiters: new Set(), subscribed };
+      this.channels.set(channel, entry);
+    }
+    entry.waiters.add(waiter);
+    await entry.subscribed;
+    return waiter;
+  }
+
+  unregister(waiter: Waiter): void {
+    const entry = this.channels.get(waiter.channel);
+    if (!entry || !entry.waiters.delete(waiter) || entry.waiters.size > 0) return;
+    this.channels.delete(waiter.channel);
+    this.subscriber?.unsubscribe(waiter.channel).catch(() => undefined);
+  }
+
+  /** Number of channels subscribed now (for tests and metrics). */
+  get channelCount(): number {
+    return this.channels.size;
+  }
+
+  async close(): Promise<void> {
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    this.channels.clear();
+    if (!subscriber) return;
+    subscriber.disconnect();
+  }
+
+  private connection(): RedisClient {
+    if (!this.subscriber) {
+      const subscriber = this.createSubscriber();
+      subscriber.on('message', (channel: string) => this.onMessage(channel));
+      subscriber.on('error', (error: Error) =>
+        this.logger.warn(`Release subscriber: ${error.message}`),
+      );
+      this.subscriber = subscriber;
+    }
+    return this.subscriber;
+  }
+
+  private onMessage(channel: string): void {
+    const entry = this.channels.get(channel);
+    if (!entry) return;
+    let first: Waiter | undefined;
+    for (const waiter of entry.waiters) {
+      first ??= waiter;
+      if (waiter.isSleeping) {
+        waiter.notify();
+        return;
+      }
+    }
+    // Every waiter is mid-try: make the oldest try again instead of sleeping.
+    first?.notify();
+  }
+}

@@ -1,0 +1,6 @@
+export { RedisLockError } from './redis-lock.error';
+export { LockNotAcquiredError } from './lock-not-acquired.error';
+export { LockLostError, type LockLostReason } from './lock-lost.error';
+export { LockKeyError } from './lock-key.error';
+export { RedisLockConfigError } from './redis-lock-config.error';
+export { RedisUnavailableError } from './redis-unavailable.error';

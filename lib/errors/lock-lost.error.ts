@@ -1,0 +1,26 @@
+import { messages } from './messages';
+import { RedisLockError } from './redis-lock.error';
+
+/** Why a held lock stopped being ours. */
+export type LockLostReason =
+  /** The key was gone or held by another token when we renewed, extended or released it. */
+  | 'not-owner'
+  /** Redis did not confirm a renewal before the lease ran out on our local (monotonic) clock. */
+  | 'deadline';
+
+/** A held lock was lost before its holder released it: the work it protected may have overlapped. */
+export class LockLostError extends RedisLockError {
+  constructor(
+    readonly key: string,
+    readonly reason: LockLostReason,
+  ) {
+    super(
+      messages.lost(
+        key,
+        reason === 'deadline'
+          ? 'Redis did not confirm a renewal before the lease ran out'
+          : 'the key expired or another holder owns it',
+      ),
+    );
+  }
+}

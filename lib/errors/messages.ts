@@ -1,0 +1,60 @@
+/**
+ * Every user-facing message in one place (as @nestjs/schedule does), so wording stays consistent
+ * and each one says what to do next.
+ */
+export const messages = {
+  notAcquired: (key: string, waitedMs: number, retryAfterMs: number | undefined) =>
+    `Lock "${key}" is held by another holder` +
+    (waitedMs > 0 ? ` (waited ${Math.round(waitedMs)} ms)` : '') +
+    (retryAfterMs !== undefined ? `; it frees in at most ${retryAfterMs} ms` : '') +
+    '. Retry later, or pass a larger `wait` budget.',
+  lost: (key: string, reason: string) =>
+    `Lock "${key}" was lost (${reason}) while it was held: the protected work may have overlapped ` +
+    'with another holder. Treat its effects as unprotected; use `lock.fence` to let the store reject stale writes.',
+  emptyKey: () => 'A lock key must be a non-empty string. Pass e.g. `order:${userId}`.',
+  keyTooLong: (length: number, max: number) =>
+    `Lock key is ${length} characters long, over the limit of ${max}. ` +
+    'Lock on an id rather than a payload, or raise `maxKeyLength` in RedisLockModule options.',
+  badKeyValue: (template: string, placeholder: string, what: string) =>
+    `Lock key template "${template}": placeholder <${placeholder}> resolved to ${what}. ` +
+    'A lock key part must be a non-empty string, a finite number, a bigint or a boolean; ' +
+    'validate the input, or use a key function for anything else.',
+  unknownPlaceholder: (template: string, placeholder: string, where: string, known: string[]) =>
+    `Lock key template "${template}" on ${where}: placeholder <${placeholder}> names no parameter` +
+    (known.length
+      ? ` (parameters: ${known.join(', ')})`
+      : ' (the method has no named parameters)') +
+    '. Fix the placeholder, or use an argument index like <0.id>.',
+  badTemplate: (template: string, why: string) =>
+    `Lock key template "${template}" is invalid: ${why}.`,
+  paramNamesUnreadable: (where: string) =>
+    `Cannot read the parameter names of ${where}: another decorator may wrap it. ` +
+    'Put @Locked() closest to the method, or use argument indexes like <0.id>, or a key function.',
+  keyFunctionResult: (where: string, what: string) =>
+    `The key function of @Locked() on ${where} returned ${what}; it must return a non-empty string.`,
+  badOption: (name: string, value: unknown, expected: string) =>
+    `Lock option \`${name}\` is ${describe(value)}; expected ${expected}.`,
+  badRedisUrl: (url: string) =>
+    `RedisLockModule option \`redis\` is "${url}", not a valid Redis URL. ` +
+    'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',
+  redisUnavailable: (operation: string, ms: number) =>
+    `Redis did not answer ${operation} within ${ms} ms. Check that Redis is running and that ` +
+    'the `redis` option (REDIS_URL) points at it; raise `commandTimeout` for a slow link.',
+  notBound: (where: string) =>
+    `@Locked() on ${where} ran, but no LockService is bound to this instance. Import ` +
+    'RedisLockModule.forRoot() in the application, and let Nest create the instance (a provider or ' +
+    'controller, not `new`).',
+  notAMethod: (where: string) => `@Locked() can only decorate methods; ${where} is not a method.`,
+  requestScoped: (where: string) =>
+    `@Locked() on ${where}: the provider is request-scoped (or depends on one), so Nest creates it ` +
+    'per request after bootstrap and the lock cannot be bound. Move the locked method to a singleton provider.',
+  aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
+  shuttingDown: () => 'LockService is shutting down; no new locks are granted.',
+};
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return `"${value}"`;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === null) return 'null';
+  return typeof value;
+}

@@ -1,0 +1,30 @@
+// The public API, named one by one (as @nestjs/terminus does): anything not here is internal.
+export { RedisLockModule } from './module/redis-lock.module';
+export { REDIS_LOCK_OPTIONS } from './module/redis-lock.module-definition';
+export type {
+  LockExceptionFactory,
+  OnBusyPolicy,
+  OnLostPolicy,
+  RedisLockModuleOptions,
+  ResolvedRedisLockOptions,
+} from './module/redis-lock-options';
+export {
+  LockService,
+  type AcquireOptions,
+  type LockLostListener,
+  type WithLockOptions,
+} from './lock.service';
+export type { LockHandle } from './engine/lock-handle';
+export { Locked, type LockedOptions, type LockKeyFactory } from './decorator/locked.decorator';
+export { LockedInterceptor } from './decorator/locked.interceptor';
+export { currentLock } from './locking/lock-context';
+export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
+export {
+  LockKeyError,
+  LockLostError,
+  LockNotAcquiredError,
+  RedisLockConfigError,
+  RedisLockError,
+  RedisUnavailableError,
+  type LockLostReason,
+} from './errors';

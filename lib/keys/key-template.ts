@@ -1,0 +1,147 @@
+import { LockKeyError } from '../errors/lock-key.error';
+import { messages } from '../errors/messages';
+
+/** One `<a.b.c>` placeholder: the path to follow from its root. */
+export interface Placeholder {
+  readonly text: string;
+  readonly path: readonly string[];
+  /** Characters a value must not contain raw: the first character of the literal that follows. */
+  readonly escape: string;
+}
+
+/** A parsed key template: literals and placeholders, alternating. */
+export interface KeyTemplate {
+  readonly source: string;
+  readonly parts: readonly (string | Placeholder)[];
+  readonly placeholders: readonly Placeholder[];
+}
+
+const PATH_SEGMENT = /^[A-Za-z_$][\w$-]*$|^\d+$/;
+
+/**
+ * Parses `'voucher:<voucherId>:user:<body.userId>'`. Rejects what could make two different
+ * inputs share a key (two placeholders with nothing between them) or cannot be resolved.
+ */
+export function parseKeyTemplate(source: string): KeyTemplate {
+  if (typeof source !== 'string' || source.length === 0) {
+    throw new LockKeyError(messages.badTemplate(String(source), 'it is empty'));
+  }
+  const parts: (string | Placeholder)[] = [];
+  const pattern = /<([^<>]*)>/g;
+  let last = 0;
+  for (let match = pattern.exec(source); match; match = pattern.exec(source)) {
+    const literal = source.slice(last, match.index);
+    assertLiteral(source, literal);
+    if (literal) parts.push(literal);
+    else if (parts.length > 0) {
+      throw new LockKeyError(
+        messages.badTemplate(
+          source,
+          'two placeholders touch; put a separator such as ":" between them',
+        ),
+      );
+    }
+    const text = match[1].trim();
+    const path = text.split('.');
+    if (!text || !path.every((segment) => PATH_SEGMENT.test(segment))) {
+      throw new LockKeyError(
+        messages.badTemplate(source, `<${match[1]}> is not a name or dotted path`),
+      );
+    }
+    parts.push({ text, path, escape: '' });
+    last = match.index + match[0].length;
+  }
+  const tail = source.slice(last);
+  assertLiteral(source, tail);
+  if (tail) parts.push(tail);
+
+  // Each placeholder escapes the first character of the literal after it, so the key can be read
+  // back unambiguously: distinct argument tuples never render the same key.
+  const resolved = parts.map((part, index) => {
+    if (typeof part === 'string') return part;
+    const next = parts[index + 1];
+    return { ...part, escape: typeof next === 'string' ? next[0] : '' };
+  });
+  return {
+    source,
+    parts: resolved,
+    placeholders: resolved.filter((part): part is Placeholder => typeof part !== 'string'),
+  };
+}
+
+function assertLiteral(source: string, literal: string): void {
+  if (/[<>]/.test(literal)) {
+    throw new LockKeyError(messages.badTemplate(source, 'it has an unbalanced "<" or ">"'));
+  }
+}
+
+/**
+ * Renders a template with `lookup(placeholder)` for each value; throws `LockKeyError` for a
+ * value that is missing, null, empty, an object, or not finite.
+ */
+export function renderKeyTemplate(
+  template: KeyTemplate,
+  lookup: (placeholder: Placeholder) => unknown,
+): string {
+  let key = '';
+  for (const part of template.parts) {
+    if (typeof part === 'string') key += part;
+    else key += encodeKeyPart(template.source, part, lookup(part));
+  }
+  return key;
+}
+
+/** Characters escaped in every value: the escape itself, hash-tag braces, glob characters, controls. */
+const ALWAYS_ESCAPED = /[%{}*?[\]\\\u0000-\u001f\u007f]/;
+
+function encodeKeyPart(source: string, placeholder: Placeholder, value: unknown): string {
+  const text = formatValue(source, placeholder, value);
+  let out = '';
+  for (const char of text) {
+    out += char === placeholder.escape || ALWAYS_ESCAPED.test(char) ? percent(char) : char;
+  }
+  return out;
+}
+
+function percent(char: string): string {
+  return [...Buffer.from(char, 'utf8')]
+    .map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)
+    .join('');
+}
+
+/**
+ * Numbers, bigints and booleans are formatted with `String()`, so `42` and `'42'` lock the same
+ * resource (a route param and a parsed id name the same thing).
+ */
+function formatValue(source: string, placeholder: Placeholder, value: unknown): string {
+  const fail = (what: string): never => {
+    throw new LockKeyError(messages.badKeyValue(source, placeholder.text, what));
+  };
+  switch (typeof value) {
+    case 'string':
+      return value.length > 0 ? value : fail('an empty string');
+    case 'number':
+      return Number.isFinite(value) ? String(value) : fail(String(value));
+    case 'bigint':
+    case 'boolean':
+      return String(value);
+    case 'undefined':
+      return fail('undefined (the value is missing)');
+    default:
+      return fail(
+        value === null ? 'null' : `a${typeof value === 'object' ? 'n object' : ` ${typeof value}`}`,
+      );
+  }
+}
+
+/** Follows `path` through own properties only (never `__proto__`, `constructor` of a prototype). */
+export function readPath(root: unknown, path: readonly string[]): unknown {
+  let value = root;
+  for (const segment of path) {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function'))
+      return undefined;
+    if (!Object.prototype.hasOwnProperty.call(value, segment)) return undefined;
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value;
+}

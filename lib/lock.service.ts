@@ -1,0 +1,161 @@
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import type { LockHandle } from './engine/lock-handle';
+import { LockEngine } from './engine/lock-engine';
+import type { LockLostError } from './errors/lock-lost.error';
+import { LockNotAcquiredError } from './errors/lock-not-acquired.error';
+import { assertLockKey } from './keys/lock-keys';
+import { runLocked } from './locking/run-locked';
+import type {
+  OnLostPolicy,
+  RedisLockModuleOptions,
+  ResolvedRedisLockOptions,
+} from './module/redis-lock-options';
+import { assertNonNegative, assertPositive, resolveOptions } from './module/resolve-options';
+
+/** Options of one `acquire` / `tryAcquire` call; unset fields take the module defaults. */
+export interface AcquireOptions {
+  /** Lease length in ms (renewed every `ttl / 3` while held, unless `renew` is false). */
+  ttl?: number;
+  /** Wait budget in ms when the lock is busy, on a monotonic clock; 0 = fail at once. */
+  wait?: number;
+  /** Cancels the wait; the call rejects with `signal.reason`, and a late grant is released. */
+  signal?: AbortSignal;
+  /**
+   * Renew the lease in the background while held (watchdog). Turn off for a fixed lease that
+   * simply expires, e.g. a rate-limit style "at most once per ttl".
+   * @default true
+   */
+  renew?: boolean;
+}
+
+/** Options of `withLock`. */
+export interface WithLockOptions extends AcquireOptions {
+  /** When the lock was lost while `fn` ran: throw `LockLostError` after it settles, or log. */
+  onLost?: OnLostPolicy;
+  /** Re-use a lock on the same key already held by this async call chain. @default true */
+  reentrant?: boolean;
+}
+
+/** Listener of the `'lost'` event. */
+export type LockLostListener = (error: LockLostError, lock: LockHandle) => void;
+
+/**
+ * Distributed locks on Redis. Injected by `RedisLockModule`; usable on its own as
+ * `new LockService({ redis: 'redis://…' })` (then call `close()` when done).
+ */
+@Injectable()
+export class LockService implements OnApplicationShutdown {
+  /** The engine; not part of the public API. @internal */
+  readonly engine: LockEngine;
+
+  constructor(options: RedisLockModuleOptions = {}) {
+    this.engine = new LockEngine(resolveOptions(options));
+  }
+
+  /** The module options with defaults filled in. */
+  get options(): ResolvedRedisLockOptions {
+    return this.engine.options;
+  }
+
+  /**
+   * Acquires `key`, waiting up to `wait` ms (default: the module's `wait`, 0) for a busy lock.
+   * Rejects with `LockNotAcquiredError` when the budget runs out. Always `release()` the handle,
+   * or use `withLock`.
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.acquire(`stock:${sku}`, { wait: 2_000 });
+   * try { await reserve(sku, lock.fence); } finally { await lock.release(); }
+   * ```
+   */
+  async acquire(key: string, options: AcquireOptions = {}): Promise<LockHandle> {
+    const outcome = await this.engine.acquire(this.request(key, options));
+    if ('lock' in outcome) return outcome.lock;
+    throw new LockNotAcquiredError(key, outcome.waited, outcome.busyFor);
+  }
+
+  /**
+   * Acquires `key` only if it is free right now; resolves `null` when busy (one round trip).
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.tryAcquire('nightly-job');
+   * if (!lock) return; // another instance runs it
+   * ```
+   */
+  async tryAcquire(
+    key: string,
+    options: Omit<AcquireOptions, 'wait'> = {},
+  ): Promise<LockHandle | null> {
+    const outcome = await this.engine.acquire(this.request(key, { ...options, wait: 0 }));
+    return 'lock' in outcome ? outcome.lock : null;
+  }
+
+  /**
+   * Runs `fn` while holding `key`, renewing the lease while it runs, and always releases. If the
+   * lock was lost meanwhile, `lock.signal` aborted at once and the call rejects with
+   * `LockLostError` after `fn` settles (unless `onLost: 'log'`). `fn`'s own errors pass through.
+   *
+   * @example
+   * ```ts
+   * await locks.withLock(`report:${tenantId}`, async (lock) => {
+   *   await step1();
+   *   lock.signal.throwIfAborted();
+   *   await step2(lock.fence);
+   * });
+   * ```
+   */
+  withLock<T>(
+    key: string,
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options: WithLockOptions = {},
+  ): Promise<T> {
+    return runLocked(this, key, { ...options, onBusy: 'throw' }, fn);
+  }
+
+  /** Whether anyone holds `key` right now. */
+  isLocked(key: string): Promise<boolean> {
+    assertLockKey(key, this.options.maxKeyLength);
+    return this.engine.isLocked(key);
+  }
+
+  /**
+   * Deletes `key`'s lock whoever holds it, and wakes its waiters: for operators un-sticking a
+   * lock. The holder finds out at its next renewal (its signal aborts). Resolves whether a lock
+   * was deleted.
+   */
+  forceRelease(key: string): Promise<boolean> {
+    assertLockKey(key, this.options.maxKeyLength);
+    return this.engine.forceRelease(key);
+  }
+
+  /** Subscribes to lock losses (renewal found the lock gone or foreign, or Redis out of reach). */
+  on(event: 'lost', listener: LockLostListener): this {
+    this.engine.events.on(event, listener);
+    return this;
+  }
+
+  off(event: 'lost', listener: LockLostListener): this {
+    this.engine.events.off(event, listener);
+    return this;
+  }
+
+  /** Stops renewal, releases held locks, closes the connections this service opened. */
+  close(): Promise<void> {
+    return this.engine.close();
+  }
+
+  /** @internal */
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
+  }
+
+  private request(key: string, options: AcquireOptions) {
+    assertLockKey(key, this.options.maxKeyLength);
+    const ttl = options.ttl ?? this.options.ttl;
+    const wait = options.wait ?? this.options.wait;
+    assertPositive('ttl', ttl);
+    assertNonNegative('wait', wait);
+    return { key, ttl, wait, renew: options.renew ?? true, signal: options.signal };
+  }
+}

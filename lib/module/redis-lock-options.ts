@@ -1,0 +1,95 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { LockKeyError } from '../errors/lock-key.error';
+import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import type { RedisConnectionOption } from '../redis/redis-client';
+
+/** What a `@Locked` method does when the lock is busy after its `wait` budget. */
+export type OnBusyPolicy = 'throw' | 'skip';
+
+/** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
+export type OnLostPolicy = 'throw' | 'log';
+
+/** Turns a lock failure on an HTTP route into the exception Nest should send. */
+export type LockExceptionFactory = (
+  error: LockNotAcquiredError | LockKeyError | LockLostError,
+  context: ExecutionContext,
+) => unknown;
+
+/** Options of `RedisLockModule.forRoot()` / `forRootAsync()`; every field has a default. */
+export interface RedisLockModuleOptions {
+  /**
+   * Redis to lock on: a URL (`redis://host:6379/0`, `rediss://` for TLS), ioredis options
+   * (including Sentinel options), or an existing ioredis `Redis`/`Cluster` client. The module
+   * closes only connections it created itself.
+   * @default 'redis://127.0.0.1:6379'
+   */
+  redis?: RedisConnectionOption;
+  /**
+   * Prefix of every Redis key this library writes. Keys are `<prefix>{<lock key>}` plus
+   * `:fence` (fence counter) and `:released` (release channel), all in one hash slot.
+   * @default 'lock:'
+   */
+  prefix?: string;
+  /**
+   * Lease length in ms. While a lock is held the watchdog renews it every `ttl / 3`, so a long
+   * task keeps its lock and a crashed holder's lock frees within `ttl`.
+   * @default 30000
+   */
+  ttl?: number;
+  /**
+   * Default wait budget in ms for acquiring a busy lock; 0 fails at once (what one-order-per-user
+   * needs). `LockService.acquire` and `@Locked` use it when the call does not say.
+   * @default 0
+   */
+  wait?: number;
+  /**
+   * Upper bound of the random delay (ms) added to the fallback retry of a waiter, so waiters
+   * that missed a release message do not retry in lock-step.
+   * @default 10
+   */
+  retryJitter?: number;
+  /**
+   * Longest lock key (in characters, before the prefix) accepted; longer ones are a `LockKeyError`.
+   * @default 512
+   */
+  maxKeyLength?: number;
+  /**
+   * How long (ms) to wait for Redis to answer one lock command before failing with
+   * `RedisUnavailableError` — so an unreachable Redis fails a request instead of hanging it.
+   * @default 2000
+   */
+  commandTimeout?: number;
+  /**
+   * Default of `@Locked({ onBusy })`: `'throw'` a `LockNotAcquiredError` (HTTP 409), or `'skip'`
+   * the call and return `undefined` (for jobs that must run on one instance only).
+   * @default 'throw'
+   */
+  onBusy?: OnBusyPolicy;
+  /**
+   * Default of `@Locked({ onLost })` and `withLock`: when the lock was lost while the work ran,
+   * `'throw'` a `LockLostError` after the work settles, or only `'log'` it.
+   * @default 'throw'
+   */
+  onLost?: OnLostPolicy;
+  /**
+   * Default of `@Locked({ reentrant })`: a locked call nested in a locked call on the same key
+   * (same async call chain) re-uses the held lock instead of waiting for itself.
+   * @default true
+   */
+  reentrant?: boolean;
+  /**
+   * HTTP status sent when a `@Locked` route finds its lock busy.
+   * @default 409
+   */
+  busyStatus?: number;
+  /**
+   * Builds the exception for a lock failure on an HTTP route. The default sends `busyStatus`
+   * (409) with `Retry-After` for a busy lock, 400 for a bad key and 503 for a lost lock.
+   */
+  exceptionFactory?: LockExceptionFactory;
+}
+
+/** Options with every default filled in and validated. */
+export type ResolvedRedisLockOptions = Required<Omit<RedisLockModuleOptions, 'exceptionFactory'>> &
+  Pick<RedisLockModuleOptions, 'exceptionFactory'>;

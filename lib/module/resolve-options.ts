@@ -1,0 +1,86 @@
+import { messages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { assertRedisUrl } from '../redis/redis-client';
+import type { RedisLockModuleOptions, ResolvedRedisLockOptions } from './redis-lock-options';
+
+/** The one place defaults live. */
+export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
+  redis: 'redis://127.0.0.1:6379',
+  prefix: 'lock:',
+  ttl: 30_000,
+  wait: 0,
+  retryJitter: 10,
+  maxKeyLength: 512,
+  commandTimeout: 2_000,
+  onBusy: 'throw',
+  onLost: 'throw',
+  reentrant: true,
+  busyStatus: 409,
+};
+
+/** Merges defaults and rejects bad values at startup, with a message that names the option. */
+export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRedisLockOptions {
+  const defined = Object.fromEntries(
+    Object.entries(options).filter(([, value]) => value !== undefined),
+  ) as RedisLockModuleOptions;
+  const resolved: ResolvedRedisLockOptions = { ...DEFAULT_OPTIONS, ...defined };
+
+  if (typeof resolved.redis === 'string') assertRedisUrl(resolved.redis);
+  else if (typeof resolved.redis !== 'object' || resolved.redis === null) {
+    throw new RedisLockConfigError(
+      messages.badOption('redis', resolved.redis, 'a URL, ioredis options or a client'),
+    );
+  }
+  if (typeof resolved.prefix !== 'string' || resolved.prefix.length === 0) {
+    throw new RedisLockConfigError(
+      messages.badOption('prefix', resolved.prefix, 'a non-empty string'),
+    );
+  }
+  assertPositive('ttl', resolved.ttl);
+  assertNonNegative('wait', resolved.wait);
+  assertNonNegative('retryJitter', resolved.retryJitter);
+  assertPositive('maxKeyLength', resolved.maxKeyLength);
+  assertPositive('commandTimeout', resolved.commandTimeout);
+  assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
+  assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
+  if (typeof resolved.reentrant !== 'boolean') {
+    throw new RedisLockConfigError(
+      messages.badOption('reentrant', resolved.reentrant, 'a boolean'),
+    );
+  }
+  if (
+    !Number.isInteger(resolved.busyStatus) ||
+    resolved.busyStatus < 400 ||
+    resolved.busyStatus > 599
+  ) {
+    throw new RedisLockConfigError(
+      messages.badOption('busyStatus', resolved.busyStatus, 'an HTTP error status (400-599)'),
+    );
+  }
+  if (resolved.exceptionFactory !== undefined && typeof resolved.exceptionFactory !== 'function') {
+    throw new RedisLockConfigError(
+      messages.badOption('exceptionFactory', resolved.exceptionFactory, 'a function'),
+    );
+  }
+  return resolved;
+}
+
+export function assertPositive(name: string, value: unknown): asserts value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new RedisLockConfigError(messages.badOption(name, value, 'a finite number > 0 (ms)'));
+  }
+}
+
+export function assertNonNegative(name: string, value: unknown): asserts value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new RedisLockConfigError(messages.badOption(name, value, 'a finite number >= 0 (ms)'));
+  }
+}
+
+export function assertOneOf(name: string, value: unknown, allowed: string[]): void {
+  if (typeof value !== 'string' || !allowed.includes(value)) {
+    throw new RedisLockConfigError(
+      messages.badOption(name, value, allowed.map((a) => `'${a}'`).join(' or ')),
+    );
+  }
+}

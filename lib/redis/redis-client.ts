@@ -1,0 +1,64 @@
+import Redis, { Cluster, type RedisOptions } from 'ioredis';
+import { messages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+
+/** A connected ioredis client: a single node (or Sentinel-managed) `Redis`, or a `Cluster`. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * What the lock engine needs from a client, typed by capability (as redis-semaphore does) so a
+ * plain `Redis`, a `Cluster` or a test double fit.
+ */
+export interface RedisCommander {
+  evalsha(sha: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  eval(script: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>;
+}
+
+/** How to reach Redis: a URL, ioredis options, or a client you own (we never close yours). */
+export type RedisConnectionOption = string | RedisOptions | RedisClient;
+
+/** The client the lock uses, and whether this library created it (and so must close it). */
+export interface RedisConnection {
+  readonly client: RedisClient;
+  readonly owned: boolean;
+}
+
+export function isRedisClient(value: unknown): value is RedisClient {
+  return value instanceof Redis || value instanceof Cluster;
+}
+
+/** Checks a Redis URL early, so a typo fails at startup rather than as a hang at the first lock. */
+export function assertRedisUrl(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new RedisLockConfigError(messages.badRedisUrl(url));
+  }
+  if (!['redis:', 'rediss:'].includes(parsed.protocol) || !parsed.hostname) {
+    throw new RedisLockConfigError(messages.badRedisUrl(url));
+  }
+}
+
+export function openRedisConnection(option: RedisConnectionOption): RedisConnection {
+  if (isRedisClient(option)) return { client: option, owned: false };
+  if (typeof option === 'string') {
+    assertRedisUrl(option);
+    return { client: new Redis(option), owned: true };
+  }
+  return { client: new Redis(option), owned: true };
+}
+
+/** Closes a client: QUIT when it is connected (flushes pending replies), else disconnect at once. */
+export async function closeRedisClient(client: RedisClient): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  try {
+    await client.quit();
+  } catch {
+    client.disconnect();
+  }
+}

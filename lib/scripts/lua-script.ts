@@ -1,0 +1,32 @@
+import { createHash } from 'node:crypto';
+import type { RedisCommander } from '../redis/redis-client';
+
+/**
+ * One Lua script, run by EVALSHA (the body is sent once per server, not per call) with an EVAL
+ * fallback when the server answers NOSCRIPT — after a restart, a failover or SCRIPT FLUSH.
+ */
+export class LuaScript {
+  readonly sha: string;
+
+  constructor(
+    readonly name: string,
+    readonly source: string,
+    readonly numberOfKeys: number,
+  ) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run(client: RedisCommander, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await client.evalsha(this.sha, this.numberOfKeys, ...keys, ...args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      // EVAL also caches the script, so the next EVALSHA finds it.
+      return client.eval(this.source, this.numberOfKeys, ...keys, ...args);
+    }
+  }
+}
+
+export function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
