@@ -42,7 +42,7 @@ const PAYLOAD_SOURCES = ['data', 'payload'] as const;
 export function createLockedSpec(
   key: string | LockKeyFactory,
   options: LockedOptions,
-  method: Function,
+  method: (...args: never[]) => unknown,
   where: string,
   returnsObservable: boolean,
 ): LockedSpec {

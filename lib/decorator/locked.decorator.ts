@@ -49,12 +49,14 @@ export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}
   validateLockedOptions(options);
   return (target, propertyKey, descriptor) => {
     const where = `${describeTarget(target)}.${String(propertyKey)}`;
-    const original: unknown = descriptor?.value;
-    if (typeof original !== 'function') throw new RedisLockConfigError(messages.notAMethod(where));
+    if (typeof descriptor?.value !== 'function') {
+      throw new RedisLockConfigError(messages.notAMethod(where));
+    }
+    const original = descriptor.value as (...args: unknown[]) => unknown;
     const returnsObservable =
       Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
     const spec = createLockedSpec(key, options, original, where, returnsObservable);
-    const wrapper = lockedMethod(original as (...args: unknown[]) => unknown, spec);
+    const wrapper = lockedMethod(original, spec);
 
     // Keep what decorators below this one stored on the original (@Get, @HttpCode, @Cron, …).
     for (const metadataKey of Reflect.getOwnMetadataKeys(original)) {

@@ -75,7 +75,10 @@ export class LockEngine implements LockOperations {
 
     const deadline = started + request.wait;
     // Subscribe before the next try, so a release between our try and our sleep is never missed.
-    const waiter: Waiter = await this.notifier.register(keys.channel);
+    const waiter: Waiter = await this.notifier.register(
+      keys.channel,
+      Math.min(this.options.commandTimeout, Math.max(0, deadline - monotonicNow())),
+    );
     try {
       let busyFor = first;
       for (;;) {

@@ -75,12 +75,25 @@ export class HeldLock implements LockHandle {
     this.nextRenewAt = sentAt + lease / 3;
   }
 
+  /**
+   * Reading the signal checks the local deadline first, so a holder that resumes after a long
+   * pause (GC, SIGSTOP, a blocked event loop) sees it aborted before its next step, even if the
+   * watchdog's timer has not fired yet.
+   */
   get signal(): AbortSignal {
+    this.checkDeadline();
     return this.controller.signal;
   }
 
   get isHeld(): boolean {
+    this.checkDeadline();
     return !this.released && !this.controller.signal.aborted;
+  }
+
+  private checkDeadline(): void {
+    if (!this.released && !this.controller.signal.aborted && monotonicNow() > this.validUntil) {
+      this.lose('deadline');
+    }
   }
 
   /** Records a lease renewal confirmed by Redis for a command sent at `sentAt`. */

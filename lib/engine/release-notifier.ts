@@ -70,8 +70,11 @@ export class ReleaseNotifier {
     private readonly logger: Logger,
   ) {}
 
-  /** Registers a waiter; resolves once the server confirmed the subscription. */
-  async register(channel: string): Promise<Waiter> {
+  /**
+   * Registers a waiter; resolves once the server confirmed the subscription, or after
+   * `timeoutMs` (Redis out of reach) — the waiter then relies on its fallback timer.
+   */
+  async register(channel: string, timeoutMs: number): Promise<Waiter> {
     const waiter = new Waiter(channel);
     let entry = this.channels.get(channel);
     if (!entry) {
@@ -85,7 +88,12 @@ export class ReleaseNotifier {
       this.channels.set(channel, entry);
     }
     entry.waiters.add(waiter);
-    await entry.subscribed;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      entry.subscribed,
+      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
     return waiter;
   }
 

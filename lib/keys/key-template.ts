@@ -92,6 +92,7 @@ export function renderKeyTemplate(
 }
 
 /** Characters escaped in every value: the escape itself, hash-tag braces, glob characters, controls. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what must be escaped
 const ALWAYS_ESCAPED = /[%{}*?[\]\\\u0000-\u001f\u007f]/;
 
 function encodeKeyPart(source: string, placeholder: Placeholder, value: unknown): string {

@@ -14,7 +14,9 @@ export interface ParamBinding {
  * (`({ id, user: { name } })` binds `id` → arg 0 `.id`, `name` → arg 0 `.user.name`).
  * Returns `undefined` when the source has no readable parameter list (a native or bound function).
  */
-export function readParamBindings(fn: Function): Map<string, ParamBinding> | undefined {
+export function readParamBindings(
+  fn: (...args: never[]) => unknown,
+): Map<string, ParamBinding> | undefined {
   const list = paramList(stripComments(Function.prototype.toString.call(fn)));
   if (list === undefined) return undefined;
   const bindings = new Map<string, ParamBinding>();
