@@ -14,7 +14,9 @@ import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { LockService } from '../lock.service';
+import type { LockFailure } from '../module/redis-lock-options';
 import { lockContext } from '../locking/lock-context';
 import { observeLocked } from '../locking/run-locked';
 import { getLockedSpec, keyFromContext, type LockedSpec } from './locked-spec';
@@ -58,12 +60,9 @@ export class LockedInterceptor implements NestInterceptor {
   /**
    * Turns a lock failure on an HTTP route into an HTTP exception: the module's `exceptionFactory`
    * when set, else 409 (`busyStatus`) with `Retry-After` when busy, 400 for a bad key, 503 when
-   * the lock was lost. Other transports get the lock error itself.
+   * the lock was lost or Redis is out of reach. Other transports get the lock error itself.
    */
-  protected toHttpException(
-    error: LockNotAcquiredError | LockKeyError | LockLostError,
-    context: ExecutionContext,
-  ): unknown {
+  protected toHttpException(error: LockFailure, context: ExecutionContext): unknown {
     const options = this.locks!.options;
     if (options.exceptionFactory) return options.exceptionFactory(error, context);
     if (error instanceof LockNotAcquiredError) {
@@ -93,7 +92,8 @@ export class LockedInterceptor implements NestInterceptor {
     const isLockFailure =
       error instanceof LockNotAcquiredError ||
       error instanceof LockKeyError ||
-      error instanceof LockLostError;
+      error instanceof LockLostError ||
+      error instanceof RedisUnavailableError;
     if (!isLockFailure || context.getType() !== 'http') return error;
     return this.toHttpException(error, context);
   }

@@ -94,17 +94,25 @@ export function renderKeyTemplate(
 /** Characters escaped in every value: the escape itself, hash-tag braces, glob characters, controls. */
 // eslint-disable-next-line no-control-regex -- control characters are exactly what must be escaped
 const ALWAYS_ESCAPED = /[%{}*?[\]\\\u0000-\u001f\u007f]/;
+/** `for…of` yields a surrogate alone only when it is unpaired: ill-formed UTF-16. */
+const LONE_SURROGATE = /^[\uD800-\uDFFF]$/;
 
 function encodeKeyPart(source: string, placeholder: Placeholder, value: unknown): string {
   const text = formatValue(source, placeholder, value);
   let out = '';
   for (const char of text) {
-    out += char === placeholder.escape || ALWAYS_ESCAPED.test(char) ? percent(char) : char;
+    const escape =
+      char === placeholder.escape || ALWAYS_ESCAPED.test(char) || LONE_SURROGATE.test(char);
+    out += escape ? percent(char) : char;
   }
   return out;
 }
 
 function percent(char: string): string {
+  // A lone surrogate has no UTF-8 form (Buffer writes U+FFFD for each), so give it its own escape.
+  if (LONE_SURROGATE.test(char)) {
+    return `%u${char.charCodeAt(0).toString(16).toUpperCase()}`;
+  }
   return [...Buffer.from(char, 'utf8')]
     .map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)
     .join('');

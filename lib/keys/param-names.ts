@@ -24,8 +24,26 @@ export function readParamBindings(
   return bindings;
 }
 
+/** Replaces comments with a space; string contents (`'http://x'`) are not comments. */
 function stripComments(source: string): string {
-  return source.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/[^\n]*/g, ' ');
+  let out = '';
+  for (let i = 0; i < source.length; i++) {
+    const char = source[i];
+    if (char === '"' || char === "'" || char === '`') {
+      const end = skipString(source, i);
+      out += source.slice(i, end + 1);
+      i = end;
+    } else if (char === '/' && source[i + 1] === '*') {
+      const end = source.indexOf('*/', i + 2);
+      i = end === -1 ? source.length : end + 1;
+      out += ' ';
+    } else if (char === '/' && source[i + 1] === '/') {
+      const end = source.indexOf('\n', i + 2);
+      i = end === -1 ? source.length : end - 1;
+      out += ' ';
+    } else out += char;
+  }
+  return out;
 }
 
 /** The text between the parentheses of the parameter list (or a bare arrow parameter). */
@@ -130,12 +148,15 @@ function bindPattern(
   bindings.set(param, { index, path });
 }
 
+/** The `:` of `key: pattern`; a colon after a top-level `=` belongs to the default (`a = b ? 1 : 2`). */
 function topLevelColon(property: string): number {
   let depth = 0;
   for (let i = 0; i < property.length; i++) {
     const char = property[i];
-    if ('([{'.includes(char)) depth++;
+    if (char === '"' || char === "'" || char === '`') i = skipString(property, i);
+    else if ('([{'.includes(char)) depth++;
     else if (')]}'.includes(char)) depth--;
+    else if (char === '=' && depth === 0) return -1;
     else if (char === ':' && depth === 0) return i;
   }
   return -1;

@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { LockKeyError } from '../errors/lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { RedisConnectionOption } from '../redis/redis-client';
 
 /** What a `@Locked` method does when the lock is busy after its `wait` budget. */
@@ -10,11 +11,12 @@ export type OnBusyPolicy = 'throw' | 'skip';
 /** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
 export type OnLostPolicy = 'throw' | 'log';
 
+/** A lock failure on a route: busy, bad key, lost while running, or Redis out of reach. */
+export type LockFailure =
+  LockNotAcquiredError | LockKeyError | LockLostError | RedisUnavailableError;
+
 /** Turns a lock failure on an HTTP route into the exception Nest should send. */
-export type LockExceptionFactory = (
-  error: LockNotAcquiredError | LockKeyError | LockLostError,
-  context: ExecutionContext,
-) => unknown;
+export type LockExceptionFactory = (error: LockFailure, context: ExecutionContext) => unknown;
 
 /** Options of `RedisLockModule.forRoot()` / `forRootAsync()`; every field has a default. */
 export interface RedisLockModuleOptions {
@@ -85,7 +87,8 @@ export interface RedisLockModuleOptions {
   busyStatus?: number;
   /**
    * Builds the exception for a lock failure on an HTTP route. The default sends `busyStatus`
-   * (409) with `Retry-After` for a busy lock, 400 for a bad key and 503 for a lost lock.
+   * (409) with `Retry-After` for a busy lock, 400 for a bad key, and 503 for a lost lock or an
+   * unreachable Redis.
    */
   exceptionFactory?: LockExceptionFactory;
 }
