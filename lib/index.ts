@@ -2,11 +2,14 @@
 export { RedisLockModule } from './module/redis-lock.module';
 export { REDIS_LOCK_OPTIONS } from './module/redis-lock.module-definition';
 export type {
+  ClusterConnectionOptions,
   LockExceptionFactory,
   LockFailure,
   OnBusyPolicy,
   OnLostPolicy,
   RedisLockModuleOptions,
+  RedlockOptions,
+  ReplicaAckOptions,
   ResolvedRedisLockOptions,
 } from './module/redis-lock-options';
 export {

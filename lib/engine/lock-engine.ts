@@ -6,17 +6,8 @@ import { RedisLockError } from '../errors/redis-lock.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
-import {
-  closeRedisClient,
-  openRedisConnection,
-  type RedisClient,
-  type RedisCommander,
-  type RedisConnection,
-} from '../redis/redis-client';
-import { acquireScript } from '../scripts/acquire.script';
-import { extendScript } from '../scripts/extend.script';
-import { forceReleaseScript } from '../scripts/force-release.script';
-import { releaseScript } from '../scripts/release.script';
+import { createBackend } from '../backends/create-backend';
+import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow, newToken } from './clock';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
@@ -36,13 +27,13 @@ export interface AcquireRequest {
 export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
 
 /**
- * The Redis side of the lock: one script per operation, the waiting strategy, the watchdog and
- * the release notifier. Knows nothing of Nest beyond its Logger.
+ * The waiting strategy, the watchdog and the release notifier, on top of a backend (one Redis, a
+ * Cluster, or a Redlock quorum). Every backend call is bounded by `commandTimeout`. Knows nothing
+ * of Nest beyond its Logger.
  */
 export class LockEngine implements LockOperations {
   readonly events = new EventEmitter();
-  private readonly connection: RedisConnection;
-  private readonly client: RedisClient & RedisCommander;
+  private readonly backend: LockBackend;
   private readonly logger = new Logger('RedisLock');
   private readonly watchdog: Watchdog;
   private readonly notifier: ReleaseNotifier;
@@ -51,12 +42,9 @@ export class LockEngine implements LockOperations {
   private closing = false;
 
   constructor(readonly options: ResolvedRedisLockOptions) {
-    this.connection = openRedisConnection(options.redis);
-    this.client = this.connection.client as RedisClient & RedisCommander;
-    // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
-    if (this.connection.owned) this.client.on('error', () => undefined);
+    this.backend = createBackend(options);
     this.watchdog = new Watchdog((lock) => this.extendLease(lock, lock.lease), this.logger);
-    this.notifier = new ReleaseNotifier(() => this.connection.client.duplicate(), this.logger);
+    this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
   }
 
   keysOf(key: string): LockRedisKeys {
@@ -97,32 +85,19 @@ export class LockEngine implements LockOperations {
   }
 
   async isLocked(key: string): Promise<boolean> {
-    const exists = await this.bounded(this.client.exists(this.keysOf(key).lock), 'EXISTS');
-    return exists === 1;
+    return this.bounded(this.backend.isLocked(this.keysOf(key)), 'EXISTS');
   }
 
   async forceRelease(key: string): Promise<boolean> {
-    const keys = this.keysOf(key);
-    const deleted = await this.bounded(
-      forceReleaseScript.run(this.client, [keys.lock, keys.channel], []),
-      'force-release',
-    );
-    return deleted === 1;
+    return this.bounded(this.backend.forceRelease(this.keysOf(key)), 'force-release');
   }
 
   extendLease(lock: HeldLock, ms: number): Promise<boolean> {
-    return this.bounded(
-      extendScript.run(this.client, [lock.redisKeys.lock], [lock.token, Math.ceil(ms)]),
-      'extend',
-    ).then((renewed) => renewed === 1);
+    return this.bounded(this.backend.extend(lock.redisKeys, lock.token, Math.ceil(ms)), 'extend');
   }
 
   releaseLease(lock: HeldLock): Promise<boolean> {
-    const { redisKeys } = lock;
-    return this.bounded(
-      releaseScript.run(this.client, [redisKeys.lock, redisKeys.channel], [lock.token]),
-      'release',
-    ).then((deleted) => deleted === 1);
+    return this.bounded(this.backend.release(lock.redisKeys, lock.token), 'release');
   }
 
   untrack(lock: HeldLock): void {
@@ -143,7 +118,7 @@ export class LockEngine implements LockOperations {
     this.watchdog.stop();
     await Promise.allSettled(held.map((lock) => lock.release()));
     await this.notifier.close();
-    if (this.connection.owned) await closeRedisClient(this.connection.client);
+    await this.backend.close();
   }
 
   /** One try: a lock, or the holder's remaining lease in ms. */
@@ -151,29 +126,20 @@ export class LockEngine implements LockOperations {
     if (this.closing) throw new RedisLockError(messages.shuttingDown());
     const token = newToken();
     const sentAt = monotonicNow();
-    const sent = acquireScript.run(
-      this.client,
-      [keys.lock, keys.fence],
-      [token, Math.ceil(request.ttl)],
-    );
-    let result: unknown;
+    const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl));
+    let fence: number;
     try {
-      result = await raceAbort(this.bounded(sent, 'acquire'), request.signal);
+      fence = await raceAbort(this.bounded(sent, 'acquire'), request.signal);
     } catch (error) {
       // Timed out or cancelled while the server may still grant it: free that grant when it lands.
       sent.then(
         (late) => {
-          if (typeof late === 'number' && late > 0) {
-            void releaseScript
-              .run(this.client, [keys.lock, keys.channel], [token])
-              .catch(() => undefined);
-          }
+          if (late > 0) void this.backend.release(keys, token).catch(() => undefined);
         },
         () => undefined,
       );
       throw error;
     }
-    const fence = Number(result);
     if (fence <= 0) return -fence;
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
     this.held.add(lock);

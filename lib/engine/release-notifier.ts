@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { RedisClient } from '../redis/redis-client';
+import type { ReleasePubSub } from '../backends/lock-backend';
 
 /**
  * One waiter for one lock key. A release message wakes it; `pendingWake` remembers a message that
@@ -62,11 +62,11 @@ interface Channel {
  * not one per waiter. A lost message only delays a waiter until its fallback timer.
  */
 export class ReleaseNotifier {
-  private subscriber?: RedisClient;
+  private subscriber?: ReleasePubSub;
   private readonly channels = new Map<string, Channel>();
 
   constructor(
-    private readonly createSubscriber: () => RedisClient,
+    private readonly createSubscriber: () => ReleasePubSub,
     private readonly logger: Logger,
   ) {}
 
@@ -114,16 +114,14 @@ export class ReleaseNotifier {
     this.subscriber = undefined;
     this.channels.clear();
     if (!subscriber) return;
-    subscriber.disconnect();
+    subscriber.close();
   }
 
-  private connection(): RedisClient {
+  private connection(): ReleasePubSub {
     if (!this.subscriber) {
       const subscriber = this.createSubscriber();
-      subscriber.on('message', (channel: string) => this.onMessage(channel));
-      subscriber.on('error', (error: Error) =>
-        this.logger.warn(`Release subscriber: ${error.message}`),
-      );
+      subscriber.onMessage((channel) => this.onMessage(channel));
+      subscriber.onError((error) => this.logger.warn(`Release subscriber: ${error.message}`));
       this.subscriber = subscriber;
     }
     return this.subscriber;

@@ -3,7 +3,34 @@ import type { LockKeyError } from '../errors/lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { ClusterNode, ClusterOptions } from 'ioredis';
+import type { ReplicaAckOptions } from '../backends/redis.backend';
 import type { RedisConnectionOption } from '../redis/redis-client';
+
+export type { ReplicaAckOptions };
+
+/** Redlock mode: a lock needs a majority of independent Redis primaries. */
+export interface RedlockOptions {
+  /** The independent primaries (3 or 5 is usual): URLs, ioredis options or clients. */
+  nodes: RedisConnectionOption[];
+  /**
+   * How long (ms) one node may take to answer before it counts as a "no".
+   * @default 200
+   */
+  nodeTimeout?: number;
+  /**
+   * Clock drift allowance as a fraction of the ttl (plus 2 ms): a grant is valid only if
+   * `ttl − elapsed − drift > 0`.
+   * @default 0.01
+   */
+  driftFactor?: number;
+}
+
+/** Redis Cluster nodes to connect to (the module creates and closes the `Cluster`). */
+export interface ClusterConnectionOptions {
+  nodes: ClusterNode[];
+  options?: ClusterOptions;
+}
 
 /** What a `@Locked` method does when the lock is busy after its `wait` budget. */
 export type OnBusyPolicy = 'throw' | 'skip';
@@ -27,6 +54,22 @@ export interface RedisLockModuleOptions {
    * @default 'redis://127.0.0.1:6379'
    */
   redis?: RedisConnectionOption;
+  /**
+   * Redis Cluster startup nodes, instead of `redis` (or pass an ioredis `Cluster` as `redis`).
+   * Lock keys carry a hash tag so each lock's keys share one slot; release messages use sharded
+   * pub/sub (Redis ≥ 7).
+   */
+  cluster?: ClusterConnectionOptions;
+  /**
+   * Redlock mode over independent primaries, instead of `redis`. See the README for what it does
+   * and does not guarantee.
+   */
+  redlock?: RedlockOptions;
+  /**
+   * After each grant, `WAIT` until `minReplicas` replicas have the lock (up to `timeout` ms), and
+   * roll the grant back otherwise (`RedisUnavailableError`). Single primary / Sentinel only.
+   */
+  replicaAck?: ReplicaAckOptions;
   /**
    * Prefix of every Redis key this library writes. Keys are `<prefix>{<lock key>}` plus
    * `:fence` (fence counter) and `:released` (release channel), all in one hash slot.
@@ -94,5 +137,7 @@ export interface RedisLockModuleOptions {
 }
 
 /** Options with every default filled in and validated. */
-export type ResolvedRedisLockOptions = Required<Omit<RedisLockModuleOptions, 'exceptionFactory'>> &
-  Pick<RedisLockModuleOptions, 'exceptionFactory'>;
+export type ResolvedRedisLockOptions = Required<Omit<RedisLockModuleOptions, OptionalFeature>> &
+  Pick<RedisLockModuleOptions, OptionalFeature>;
+
+type OptionalFeature = 'exceptionFactory' | 'cluster' | 'redlock' | 'replicaAck';

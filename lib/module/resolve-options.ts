@@ -25,6 +25,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   ) as RedisLockModuleOptions;
   const resolved: ResolvedRedisLockOptions = { ...DEFAULT_OPTIONS, ...defined };
 
+  validateTopology(resolved);
   if (typeof resolved.redis === 'string') assertRedisUrl(resolved.redis);
   else if (typeof resolved.redis !== 'object' || resolved.redis === null) {
     throw new RedisLockConfigError(
@@ -63,6 +64,46 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
     );
   }
   return resolved;
+}
+
+function validateTopology(resolved: ResolvedRedisLockOptions): void {
+  const { cluster, redlock, replicaAck } = resolved;
+  if (cluster && redlock) {
+    throw new RedisLockConfigError(
+      messages.badOption('cluster', 'set together with redlock', 'one of them'),
+    );
+  }
+  if (cluster && (!Array.isArray(cluster.nodes) || cluster.nodes.length === 0)) {
+    throw new RedisLockConfigError(
+      messages.badOption('cluster.nodes', cluster.nodes, 'a non-empty array'),
+    );
+  }
+  if (redlock) {
+    if (!Array.isArray(redlock.nodes) || redlock.nodes.length < 3) {
+      throw new RedisLockConfigError(
+        messages.badOption('redlock.nodes', redlock.nodes, 'an array of at least 3 nodes'),
+      );
+    }
+    redlock.nodes.forEach((node) => typeof node === 'string' && assertRedisUrl(node));
+    if (redlock.nodeTimeout !== undefined)
+      assertPositive('redlock.nodeTimeout', redlock.nodeTimeout);
+    if (redlock.driftFactor !== undefined) {
+      assertNonNegative('redlock.driftFactor', redlock.driftFactor);
+    }
+  }
+  if (replicaAck) {
+    if (cluster || redlock) {
+      throw new RedisLockConfigError(
+        messages.badOption('replicaAck', 'set with cluster or redlock', 'a single primary'),
+      );
+    }
+    if (!Number.isInteger(replicaAck.minReplicas) || replicaAck.minReplicas < 1) {
+      throw new RedisLockConfigError(
+        messages.badOption('replicaAck.minReplicas', replicaAck.minReplicas, 'an integer >= 1'),
+      );
+    }
+    assertPositive('replicaAck.timeout', replicaAck.timeout);
+  }
 }
 
 export function assertPositive(name: string, value: unknown): asserts value is number {

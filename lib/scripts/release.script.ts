@@ -3,7 +3,8 @@ import { LuaScript } from './lua-script';
 /**
  * Compare-and-delete: only the token that holds the key may delete it, atomically (no GET-then-DEL
  * window in which the lease expires and a new owner's key gets deleted).
- * KEYS[1] lock key, KEYS[2] release channel. ARGV[1] token.
+ * KEYS[1] lock key, KEYS[2] release channel (same hash slot).
+ * ARGV[1] token, ARGV[2] 'PUBLISH', or 'SPUBLISH' on a Cluster (sharded pub/sub).
  * Returns 1 when we deleted our own lock, 0 when it had expired or belongs to someone else.
  */
 export const releaseScript = new LuaScript(
@@ -12,7 +13,7 @@ export const releaseScript = new LuaScript(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   -- Wake waiters at once instead of letting them sleep until their fallback timer.
-  redis.call('PUBLISH', KEYS[2], '1')
+  redis.call(ARGV[2], KEYS[2], '1')
   return 1
 end
 return 0

@@ -1,0 +1,32 @@
+import type { LockRedisKeys } from '../keys/lock-keys';
+
+/**
+ * Pub/sub for release notifications: plain SUBSCRIBE on a single node or Sentinel, sharded
+ * SSUBSCRIBE on a Cluster (the channel hashes to the lock's slot), one per node in Redlock mode.
+ */
+export interface ReleasePubSub {
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  onMessage(listener: (channel: string) => void): void;
+  onError(listener: (error: Error) => void): void;
+  close(): void;
+}
+
+/**
+ * Where locks live: one Redis (single node, Sentinel-managed, or Cluster) or a Redlock quorum of
+ * independent primaries. The engine above it (waiting, watchdog, handles) is the same for all.
+ */
+export interface LockBackend {
+  /** Tries once. Resolves the new fence (> 0) when granted, else -(holder's PTTL in ms). */
+  acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number>;
+  /** Compare-and-pexpire. Resolves whether `token` still owned the lock. */
+  extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean>;
+  /** Compare-and-delete + wake waiters. Resolves whether `token` still owned the lock. */
+  release(keys: LockRedisKeys, token: string): Promise<boolean>;
+  /** Deletes whoever holds it. Resolves whether a lock was deleted. */
+  forceRelease(keys: LockRedisKeys): Promise<boolean>;
+  isLocked(keys: LockRedisKeys): Promise<boolean>;
+  createPubSub(): ReleasePubSub;
+  /** Closes the connections this backend opened (never a client the user passed in). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,95 @@
+import { Cluster } from 'ioredis';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { LockRedisKeys } from '../keys/lock-keys';
+import {
+  closeRedisClient,
+  type RedisClient,
+  type RedisCommander,
+  type RedisConnection,
+} from '../redis/redis-client';
+import { createReleasePubSub } from '../redis/release-pubsub';
+import { acquireScript } from '../scripts/acquire.script';
+import { extendScript } from '../scripts/extend.script';
+import { forceReleaseScript } from '../scripts/force-release.script';
+import { releaseScript } from '../scripts/release.script';
+import type { LockBackend, ReleasePubSub } from './lock-backend';
+
+/** `WAIT`-based replica acknowledgement of a grant. */
+export interface ReplicaAckOptions {
+  /** Replicas that must have the lock before the grant counts. */
+  minReplicas: number;
+  /** How long (ms) `WAIT` may block for them. */
+  timeout: number;
+}
+
+/** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
+export class RedisBackend implements LockBackend {
+  private readonly client: RedisClient & RedisCommander;
+  /** Sharded pub/sub on a Cluster keeps release messages on the lock's own shard. */
+  private readonly publish: 'PUBLISH' | 'SPUBLISH';
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly replicaAck?: ReplicaAckOptions,
+  ) {
+    this.client = connection.client as RedisClient & RedisCommander;
+    this.publish = connection.client instanceof Cluster ? 'SPUBLISH' : 'PUBLISH';
+    // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
+    if (connection.owned) connection.client.on('error', () => undefined);
+  }
+
+  async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
+    const fence = Number(
+      await acquireScript.run(this.client, [keys.lock, keys.fence], [token, ttl]),
+    );
+    if (fence > 0 && this.replicaAck) await this.awaitReplicas(keys, token);
+    return fence;
+  }
+
+  async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    return (await extendScript.run(this.client, [keys.lock], [token, ms])) === 1;
+  }
+
+  async release(keys: LockRedisKeys, token: string): Promise<boolean> {
+    return (
+      (await releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish])) === 1
+    );
+  }
+
+  async forceRelease(keys: LockRedisKeys): Promise<boolean> {
+    return (
+      (await forceReleaseScript.run(this.client, [keys.lock, keys.channel], [this.publish])) === 1
+    );
+  }
+
+  async isLocked(keys: LockRedisKeys): Promise<boolean> {
+    return (await this.client.exists(keys.lock)) === 1;
+  }
+
+  createPubSub(): ReleasePubSub {
+    return createReleasePubSub(this.connection.client);
+  }
+
+  async close(): Promise<void> {
+    if (this.connection.owned) await closeRedisClient(this.connection.client);
+  }
+
+  /**
+   * `WAIT` on the connection that wrote the grant: it returns how many replicas have received
+   * that write. A grant too few replicas have seen is rolled back, since a failover now could
+   * hand the lock to someone else. WAIT narrows that window; it cannot close it (a replica can
+   * still lose the write, and WAIT does not make Redis strongly consistent).
+   */
+  private async awaitReplicas(keys: LockRedisKeys, token: string): Promise<void> {
+    const { minReplicas, timeout } = this.replicaAck!;
+    const acknowledged = Number(
+      await (this.client as import('ioredis').Redis).wait(minReplicas, timeout),
+    );
+    if (acknowledged >= minReplicas) return;
+    await this.release(keys, token).catch(() => false);
+    throw new RedisUnavailableError(
+      `Only ${acknowledged} of ${minReplicas} replicas acknowledged the lock "${keys.lock}" within ` +
+        `${timeout} ms, so it was released. Check replication, or lower replicaAck.minReplicas.`,
+    );
+  }
+}

@@ -1,0 +1,40 @@
+import { Cluster } from 'ioredis';
+import type { ReleasePubSub } from '../backends/lock-backend';
+import type { RedisClient } from './redis-client';
+
+/**
+ * A dedicated subscriber connection duplicated from `client`. On a Cluster it uses sharded
+ * pub/sub (`SSUBSCRIBE`, one subscriber per shard, managed by ioredis' `shardedSubscribers`), so
+ * release messages stay on the lock's own shard instead of being broadcast to every node.
+ */
+export function createReleasePubSub(client: RedisClient): ReleasePubSub {
+  if (client instanceof Cluster) {
+    const subscriber = client.duplicate(undefined, { shardedSubscribers: true });
+    return {
+      subscribe: (channel) => subscriber.ssubscribe(channel),
+      unsubscribe: (channel) => subscriber.sunsubscribe(channel),
+      onMessage: (listener) => subscriber.on('smessage', (channel: string) => listener(channel)),
+      onError: (listener) => subscriber.on('error', listener),
+      close: () => subscriber.disconnect(),
+    };
+  }
+  const subscriber = client.duplicate();
+  return {
+    subscribe: (channel) => subscriber.subscribe(channel),
+    unsubscribe: (channel) => subscriber.unsubscribe(channel),
+    onMessage: (listener) => subscriber.on('message', (channel: string) => listener(channel)),
+    onError: (listener) => subscriber.on('error', listener),
+    close: () => subscriber.disconnect(),
+  };
+}
+
+/** Subscribes on every node (Redlock): a release publishes on each, so any one node suffices. */
+export function combineReleasePubSubs(parts: ReleasePubSub[]): ReleasePubSub {
+  return {
+    subscribe: (channel) => Promise.any(parts.map((part) => part.subscribe(channel))),
+    unsubscribe: (channel) => Promise.allSettled(parts.map((part) => part.unsubscribe(channel))),
+    onMessage: (listener) => parts.forEach((part) => part.onMessage(listener)),
+    onError: (listener) => parts.forEach((part) => part.onError(listener)),
+    close: () => parts.forEach((part) => part.close()),
+  };
+}
