@@ -23,6 +23,7 @@ export class Waiter {
 
   /** Sleeps until notified, `ms` passes or `signal` aborts (then rejects with its reason). */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.pendingWake) {
       this.pendingWake = false;
       return Promise.resolve();
