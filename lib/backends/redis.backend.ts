@@ -1,8 +1,8 @@
-import { Cluster } from 'ioredis';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import {
   closeRedisClient,
+  isClusterClient,
   type RedisClient,
   type RedisCommander,
   type RedisConnection,
@@ -33,7 +33,7 @@ export class RedisBackend implements LockBackend {
     private readonly replicaAck?: ReplicaAckOptions,
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
-    this.publish = connection.client instanceof Cluster ? 'SPUBLISH' : 'PUBLISH';
+    this.publish = isClusterClient(connection.client) ? 'SPUBLISH' : 'PUBLISH';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
   }

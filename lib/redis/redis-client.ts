@@ -23,8 +23,26 @@ export interface RedisConnection {
   readonly owned: boolean;
 }
 
+/**
+ * Recognises a client also when it comes from another copy of ioredis (a v5 app with our v6, two
+ * installs): `instanceof` alone would mistake it for an options object and silently open a default
+ * connection — possibly to another database, without the password or TLS.
+ */
 export function isRedisClient(value: unknown): value is RedisClient {
-  return value instanceof Redis || value instanceof Cluster;
+  if (value instanceof Redis || value instanceof Cluster) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Record<string, unknown>;
+  return (
+    typeof candidate.isCluster === 'boolean' &&
+    typeof candidate.duplicate === 'function' &&
+    typeof candidate.evalsha === 'function' &&
+    typeof candidate.status === 'string'
+  );
+}
+
+/** A Cluster client, from this or another copy of ioredis. */
+export function isClusterClient(client: RedisClient): client is Cluster {
+  return client instanceof Cluster || (client as { isCluster?: unknown }).isCluster === true;
 }
 
 /** Checks a Redis URL early, so a typo fails at startup rather than as a hang at the first lock. */
@@ -45,6 +63,13 @@ export function openRedisConnection(option: RedisConnectionOption): RedisConnect
   if (typeof option === 'string') {
     assertRedisUrl(option);
     return { client: new Redis(option), owned: true };
+  }
+  if (Object.getPrototypeOf(option) !== Object.prototype) {
+    // A class instance that is not a client (a node-redis client, a wrapper): refuse rather than
+    // read it as options and lock on some default server.
+    throw new RedisLockConfigError(
+      messages.badOption('redis', option, 'a URL, plain ioredis options, or an ioredis client'),
+    );
   }
   return { client: new Redis(option), owned: true };
 }

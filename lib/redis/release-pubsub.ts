@@ -1,6 +1,5 @@
-import { Cluster } from 'ioredis';
 import type { ReleasePubSub } from '../backends/lock-backend';
-import type { RedisClient } from './redis-client';
+import { isClusterClient, type RedisClient } from './redis-client';
 
 /**
  * A dedicated subscriber connection duplicated from `client`. On a Cluster it uses sharded
@@ -8,7 +7,7 @@ import type { RedisClient } from './redis-client';
  * release messages stay on the lock's own shard instead of being broadcast to every node.
  */
 export function createReleasePubSub(client: RedisClient): ReleasePubSub {
-  if (client instanceof Cluster) {
+  if (isClusterClient(client)) {
     const subscriber = client.duplicate(undefined, { shardedSubscribers: true });
     return {
       subscribe: (channel) => subscriber.ssubscribe(channel),

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Proves the published shape of nestjs-redis-lock against NestJS 12 (ESM-only, loaded through
+# Node's require(esm)) and ioredis 6, outside jest:
+#   build -> npm pack -> fresh install of compat/package.json + the tarball in a temp dir -> check.js
+# The temp dir lives outside the repo, so nothing can fall back to the root node_modules (NestJS 11,
+# ioredis 5). Env: REDIS_URL (default redis://127.0.0.1:6379), KEEP_COMPAT_DIR=1 keeps the temp dir.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+COMPAT="$ROOT/compat"
+STEP="setup"
+WORK=""
+
+cleanup() {
+  local status=$?
+  if [[ $status -ne 0 ]]; then
+    echo "compat: FAILED during ${STEP} (exit ${status})" >&2
+  fi
+  if [[ -n "$WORK" && -d "$WORK" ]]; then
+    if [[ "${KEEP_COMPAT_DIR:-}" == "1" ]]; then
+      echo "compat: kept ${WORK}" >&2
+    else
+      rm -rf -- "$WORK"
+    fi
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+# require(esm) is on by default from Node 20.19 / 22.12.
+STEP="node version check"
+node -e '
+  const [major, minor] = process.versions.node.split(".").map(Number);
+  const ok = major > 22 || (major === 22 && minor >= 12) || (major === 20 && minor >= 19);
+  if (!ok) { console.error(`compat: Node ${process.versions.node} cannot require() ESM (need >= 20.19 or >= 22.12)`); process.exit(1); }
+'
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/nrl-compat.XXXXXX")"
+mkdir -p "$WORK/pack" "$WORK/app"
+
+STEP="build"
+t0="$(now)"
+(cd "$ROOT" && npm run build --silent)
+t_build="$(since "$t0")"
+
+STEP="npm pack"
+t0="$(now)"
+TARBALL_NAME="$(cd "$ROOT" && npm pack --pack-destination "$WORK/pack" --json --silent |
+  node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s)[0].filename));')"
+TARBALL="$WORK/pack/$TARBALL_NAME"
+[[ -f "$TARBALL" ]] || { echo "compat: npm pack produced no $TARBALL" >&2; exit 1; }
+echo "compat: packed $TARBALL_NAME ($(tar -tzf "$TARBALL" | wc -l | tr -d ' ') files)"
+t_pack="$(since "$t0")"
+
+STEP="npm install"
+t0="$(now)"
+cp "$COMPAT/package.json" "$COMPAT/check.js" "$WORK/app/"
+(
+  cd "$WORK/app"
+  npm pkg set "dependencies.nestjs-redis-lock=file:$TARBALL"
+  npm install --no-audit --no-fund --loglevel=error
+)
+t_install="$(since "$t0")"
+
+STEP="check.js"
+t0="$(now)"
+# `timeout`: the check must exit by itself; a leaked socket or timer shows up as a failure here.
+(cd "$WORK/app" && timeout 90 node check.js) | tee "$WORK/check.log"
+t_check="$(since "$t0")"
+
+STEP="summary"
+echo "compat: timings: build ${t_build}, pack ${t_pack}, install ${t_install}, check ${t_check}"
+grep -E '^compat: NestJS .* passed, .* failed$' "$WORK/check.log" | tail -n 1
