@@ -69,7 +69,10 @@ export function assertProviderPlaceholders(spec: LockedSpec): void {
   for (const placeholder of spec.template.placeholders) {
     const root = placeholder.path[0];
     if (/^\d+$/.test(root)) continue;
-    if (!spec.params) throw new LockKeyError(messages.paramNamesUnreadable(spec.where));
+    if (!spec.params || looksWrapped(spec.params)) {
+      if (spec.params?.has(root)) continue;
+      throw new LockKeyError(messages.paramNamesUnreadable(spec.where));
+    }
     if (!spec.params.has(root)) {
       throw new LockKeyError(
         messages.unknownPlaceholder(spec.template.source, placeholder.text, spec.where, [
@@ -78,6 +81,12 @@ export function assertProviderPlaceholders(spec: LockedSpec): void {
       );
     }
   }
+}
+
+/** `(...args)` alone is what a wrapping decorator's function looks like: the real names are hidden. */
+function looksWrapped(params: ReadonlyMap<string, ParamBinding>): boolean {
+  const bindings = [...params.values()];
+  return bindings.length === 1 && bindings[0].rest === true && bindings[0].index === 0;
 }
 
 /** The key of a provider-method call, from its arguments. */

@@ -8,7 +8,7 @@ import {
   type ExecutionContext,
   type NestInterceptor,
 } from '@nestjs/common';
-import { throwError, type Observable } from 'rxjs';
+import { defaultIfEmpty, throwError, type Observable } from 'rxjs';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
@@ -34,7 +34,9 @@ export class LockedInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const handler = context.getHandler();
     const spec = getLockedSpec(handler);
-    if (!spec) return next.handle();
+    // No lock, or one already taken for this very call (the interceptor registered twice, e.g.
+    // also as APP_INTERCEPTOR): pass through rather than lock against ourselves.
+    if (!spec || lockContext.getStore()?.lockedByInterceptor === handler) return next.handle();
     if (!this.locks) return throwError(() => new RedisLockError(messages.notBound(spec.where)));
 
     let key: string;
@@ -47,9 +49,12 @@ export class LockedInterceptor implements NestInterceptor {
       lockContext.run({ ...lockContext.getStore()!, lockedByInterceptor: handler }, () =>
         next.handle(),
       );
-    return observeLocked(this.locks, key, spec.options, run, (error) =>
+    const locked = observeLocked(this.locks, key, spec.options, run, (error) =>
       this.mapError(error, context),
     );
+    // A call skipped as busy (`onBusy: 'skip'`) completes without a value. A handler that returns
+    // a value answers as if it returned `undefined`, instead of Nest failing on an empty stream (500).
+    return spec.returnsObservable ? locked : locked.pipe(defaultIfEmpty(undefined));
   }
 
   /** Builds the lock key for this call. Override to derive keys differently. */

@@ -1,0 +1,398 @@
+/**
+ * `@Locked` on controller handlers: keys from the request, 409 + Retry-After when busy, 400 for a
+ * bad key (with nothing written to Redis), the handler's own errors untouched, `wait`, and the
+ * module-level status / exception factory.
+ */
+import {
+  Body,
+  ConflictException,
+  Controller,
+  Get,
+  Headers,
+  type CanActivate,
+  type ExecutionContext,
+  Injectable,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  UseGuards,
+  type INestApplication,
+} from '@nestjs/common';
+import type Redis from 'ioredis';
+import request from 'supertest';
+import { currentLock, LockNotAcquiredError, LockService, Locked } from 'nestjs-redis-lock';
+import { deleteKeys, redisClient } from '../support/shared-redis';
+import { sleep } from '../support/time';
+import { uniquePrefix } from '../support/unique-prefix';
+import { createDecoratorApp, keysUnder, leaseKey } from './decorator-app';
+
+/** Sets `request.user` as an auth guard would (guards run before interceptors). */
+@Injectable()
+class FakeAuthGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const req = context.switchToHttp().getRequest<{ user?: unknown }>();
+    req.user = { id: 'user-from-guard', org: { id: 'org-7' }, d: { id: 'D-from-user' } };
+    return true;
+  }
+}
+
+/** Counts requests that reached the route (guards run just before the lock interceptor). */
+@Injectable()
+class ArrivalGuard implements CanActivate {
+  static arrived = 0;
+  static expected = 0;
+  canActivate(): boolean {
+    ArrivalGuard.arrived++;
+    return true;
+  }
+}
+
+/** Resolves once the expected burst arrived (or after `max` ms), so it is really concurrent. */
+async function allArrived(max = 5_000): Promise<void> {
+  const deadline = performance.now() + max;
+  while (ArrivalGuard.arrived < ArrivalGuard.expected && performance.now() < deadline) {
+    await sleep(5);
+  }
+}
+
+@Controller('orders')
+class OrdersController {
+  runs = 0;
+  /** [start, end] of each run of `waitsForTheLock`, on the monotonic clock. */
+  readonly waitedRuns: [number, number][] = [];
+
+  @Post(':userId')
+  @UseGuards(ArrivalGuard)
+  @Locked('order:<userId>')
+  async create(@Param('userId') userId: string): Promise<{ userId: string; fence: number }> {
+    this.runs++;
+    // Hold ~200 ms after the whole burst arrived (a cold server may take longer to accept it all).
+    await allArrived();
+    await sleep(200);
+    return { userId, fence: currentLock()!.fence };
+  }
+
+  @Post('by-body/check')
+  @Locked('body:<body.userId>')
+  byBody(@Body() body: { userId: unknown }): { ok: true } {
+    this.runs++;
+    void body;
+    return { ok: true };
+  }
+
+  @Get('missing/:id')
+  @Locked('missing:<id>')
+  find(@Param('id') id: string): never {
+    throw new NotFoundException(`Order ${id} does not exist`);
+  }
+
+  @Get('broken/:id')
+  @Locked('broken:<id>')
+  broken(): never {
+    throw new Error('handler bug');
+  }
+
+  @Get('sources/:a')
+  @UseGuards(FakeAuthGuard)
+  @Locked('src:<a>:<b>:<c>:<d.id>')
+  searchOrder(): string {
+    return currentLock()!.key;
+  }
+
+  @Post('explicit/:x')
+  @UseGuards(FakeAuthGuard)
+  @Locked('x:<params.x>:<query.x>:<body.x>:<headers.X-Tenant>:<user.org.id>')
+  explicit(@Headers('x-tenant') tenant: string): string {
+    void tenant;
+    return currentLock()!.key;
+  }
+
+  @Get('precedence/:id')
+  @Locked('p:<id>')
+  precedence(@Query('id') fromQuery: string): string {
+    void fromQuery;
+    return currentLock()!.key;
+  }
+
+  @Get('by-function/:tenant/:id')
+  @Locked((context: ExecutionContext) => {
+    const req = context.switchToHttp().getRequest<{ params: Record<string, string> }>();
+    return `fn:${req.params.tenant}/${req.params.id}`;
+  })
+  byFunction(): string {
+    return currentLock()!.key;
+  }
+
+  @Get('bad-function')
+  @Locked(() => '')
+  badFunction(): string {
+    return 'never';
+  }
+
+  @Get('skip/:id')
+  @Locked('skip:<id>', { onBusy: 'skip' })
+  skipWhenBusy(@Param('id') id: string): { ran: string } {
+    this.runs++;
+    return { ran: id };
+  }
+
+  @Post('wait/:id')
+  @Locked('wait:<id>', { wait: 3_000 })
+  async waitsForTheLock(): Promise<string> {
+    const start = performance.now();
+    await sleep(150);
+    this.waitedRuns.push([start, performance.now()]);
+    return 'done';
+  }
+}
+
+describe('@Locked on controller routes', () => {
+  const prefix = uniquePrefix('decorator-http');
+  let app: INestApplication;
+  let controller: OrdersController;
+  let locks: LockService;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = redisClient();
+    app = await createDecoratorApp({ prefix, controllers: [OrdersController], listen: true });
+    controller = app.get(OrdersController);
+    locks = app.get(LockService);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  beforeEach(() => {
+    controller.runs = 0;
+  });
+
+  it('runs exactly one of 50 parallel requests for one user; the rest get 409 with Retry-After', async () => {
+    const server = app.getHttpServer();
+    ArrivalGuard.arrived = 0;
+    ArrivalGuard.expected = 50;
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () => request(server).post('/orders/user-1')),
+    );
+
+    const ok = responses.filter((response) => response.status >= 200 && response.status < 300);
+    const busy = responses.filter((response) => response.status === 409);
+    expect(ok).toHaveLength(1);
+    expect(busy).toHaveLength(49);
+    expect(controller.runs).toBe(1);
+    expect(ok[0].body).toEqual({ userId: 'user-1', fence: expect.any(Number) });
+    for (const response of busy) {
+      expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(response.headers['content-type']).toMatch(/application\/json/);
+      expect(response.body).toMatchObject({
+        statusCode: 409,
+        error: 'Conflict',
+        resource: 'order:user-1',
+        message: expect.stringContaining('"order:user-1"'),
+      });
+    }
+    expect(await locks.isLocked('order:user-1')).toBe(false);
+  });
+
+  it('locks per user: different users run in parallel', async () => {
+    const server = app.getHttpServer();
+    // Each handler waits until all three are in: they can only all succeed if they overlap.
+    ArrivalGuard.arrived = 0;
+    ArrivalGuard.expected = 3;
+    const responses = await Promise.all(
+      ['user-a', 'user-b', 'user-c'].map((user) => request(server).post(`/orders/${user}`)),
+    );
+    expect(responses.map((response) => response.status)).toEqual([201, 201, 201]);
+    expect(controller.runs).toBe(3);
+  });
+
+  describe('a placeholder without a usable value is a 400, and nothing is written to Redis', () => {
+    it.each([
+      ['missing', {}],
+      ['null', { userId: null }],
+      ['an empty string', { userId: '' }],
+      ['an object', { userId: { $gt: '' } }],
+      ['an array', { userId: ['a', 'b'] }],
+    ])('userId %s', async (_what, body) => {
+      const response = await request(app.getHttpServer()).post('/orders/by-body/check').send(body);
+      expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({
+        statusCode: 400,
+        message: expect.stringContaining('placeholder <body.userId>'),
+      });
+      expect(controller.runs).toBe(0);
+      expect(await keysUnder(redis, `${prefix}{body:`)).toEqual([]);
+      expect(await redis.exists(leaseKey(prefix, 'body:undefined'))).toBe(0);
+      expect(await redis.exists(leaseKey(prefix, 'body:null'))).toBe(0);
+    });
+
+    it('a key function that returns an empty string', async () => {
+      const response = await request(app.getHttpServer()).get('/orders/bad-function');
+      expect(response.status).toBe(400);
+      expect(response.body.message).toMatch(/key function .* returned an empty string/);
+    });
+
+    it('a key over maxKeyLength', async () => {
+      const response = await request(app.getHttpServer())
+        .post('/orders/by-body/check')
+        .send({ userId: 'x'.repeat(600) });
+      expect(response.status).toBe(400);
+      expect(response.body.message).toMatch(/over the limit of 512/);
+      expect(controller.runs).toBe(0);
+      expect(await keysUnder(redis, `${prefix}{body:`)).toEqual([]);
+    });
+  });
+
+  it("passes the handler's NotFoundException through unchanged, and releases the lock", async () => {
+    const response = await request(app.getHttpServer()).get('/orders/missing/42');
+    expect(response.status).toBe(404);
+    expect(response.body).toEqual({
+      statusCode: 404,
+      error: 'Not Found',
+      message: 'Order 42 does not exist',
+    });
+    expect(await locks.isLocked('missing:42')).toBe(false);
+  });
+
+  it("leaves the handler's own bug a plain 500 (not a lock error), and releases the lock", async () => {
+    const response = await request(app.getHttpServer()).get('/orders/broken/1');
+    expect(response.status).toBe(500);
+    expect(response.body).toEqual({ statusCode: 500, message: 'Internal server error' });
+    expect(await locks.isLocked('broken:1')).toBe(false);
+  });
+
+  it('searches route params, then query, then body, then user', async () => {
+    const server = app.getHttpServer();
+    const response = await request(server).get('/orders/sources/A?b=B&a=not-this-one').send({
+      c: 'C',
+      b: 'not-this-one',
+    });
+    expect(response.status).toBe(200);
+    expect(response.text).toBe('src:A:B:C:D-from-user');
+
+    const bodyBeforeUser = await request(server)
+      .get('/orders/sources/A?b=B')
+      .send({ c: 'C', d: { id: 'D-from-body' } });
+    expect(bodyBeforeUser.text).toBe('src:A:B:C:D-from-body');
+  });
+
+  it('prefers the route param over a query field of the same name', async () => {
+    const response = await request(app.getHttpServer()).get('/orders/precedence/from-path?id=q');
+    expect(response.text).toBe('p:from-path');
+  });
+
+  it('reads explicit sources: <params.x>, <query.x>, <body.x>, <headers.x>, <user.x>', async () => {
+    const response = await request(app.getHttpServer())
+      .post('/orders/explicit/P?x=Q')
+      .set('X-Tenant', 'H')
+      .send({ x: 'B' });
+    expect(response.status).toBe(201);
+    expect(response.text).toBe('x:P:Q:B:H:org-7');
+  });
+
+  it('builds the key with a key function (ctx) => string on a controller', async () => {
+    const response = await request(app.getHttpServer()).get('/orders/by-function/acme/9');
+    expect(response.status).toBe(200);
+    expect(response.text).toBe('fn:acme/9');
+  });
+
+  it("with onBusy: 'skip', answers 200 with an empty body without running the handler", async () => {
+    const holder = await locks.acquire('skip:7');
+    try {
+      const skipped = await request(app.getHttpServer()).get('/orders/skip/7');
+      expect(skipped.status).toBe(200);
+      expect(skipped.text).toBe('');
+      expect(controller.runs).toBe(0);
+    } finally {
+      await holder.release();
+    }
+    const ran = await request(app.getHttpServer()).get('/orders/skip/7');
+    expect(ran.body).toEqual({ ran: '7' });
+    expect(controller.runs).toBe(1);
+  });
+
+  it('with `wait`, lets the second caller run after the first releases', async () => {
+    controller.waitedRuns.length = 0;
+    const server = app.getHttpServer();
+    const responses = await Promise.all([
+      request(server).post('/orders/wait/1'),
+      request(server).post('/orders/wait/1'),
+    ]);
+    expect(responses.map((response) => response.status)).toEqual([201, 201]);
+    const [first, second] = [...controller.waitedRuns].sort((a, b) => a[0] - b[0]);
+    expect(second[0]).toBeGreaterThanOrEqual(first[1]);
+    // Woken by the release notification, not by polling the 30 s lease.
+    expect(second[0] - first[1]).toBeLessThan(500);
+  });
+});
+
+@Controller('busy')
+class BusyController {
+  @Post(':id')
+  @Locked('busy:<id>')
+  async hold(): Promise<string> {
+    await sleep(300);
+    return 'held';
+  }
+}
+
+describe('@Locked routes with module-level busy mapping', () => {
+  const prefix = uniquePrefix('decorator-http-busy');
+  let redis: Redis;
+  const apps: INestApplication[] = [];
+
+  beforeAll(() => {
+    redis = redisClient();
+  });
+
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  async function twoAtOnce(app: INestApplication, id: string): Promise<request.Response> {
+    const server = app.getHttpServer();
+    const first = request(server).post(`/busy/${id}`).then();
+    await sleep(100);
+    const second = await request(server).post(`/busy/${id}`);
+    expect((await first).status).toBe(201);
+    return second;
+  }
+
+  it('sends the configured busyStatus', async () => {
+    const app = await createDecoratorApp({
+      prefix,
+      controllers: [BusyController],
+      lock: { busyStatus: 423 },
+      listen: true,
+    });
+    apps.push(app);
+    const response = await twoAtOnce(app, 'status');
+    expect(response.status).toBe(423);
+    expect(response.headers['retry-after']).toBeDefined();
+    expect(response.body).toMatchObject({ statusCode: 423, resource: 'busy:status' });
+  });
+
+  it('sends what the configured exceptionFactory builds', async () => {
+    const app = await createDecoratorApp({
+      prefix,
+      controllers: [BusyController],
+      lock: {
+        exceptionFactory: (error) =>
+          error instanceof LockNotAcquiredError
+            ? new ConflictException({ code: 'ORDER_IN_PROGRESS', key: error.key })
+            : error,
+      },
+      listen: true,
+    });
+    apps.push(app);
+    const response = await twoAtOnce(app, 'factory');
+    expect(response.status).toBe(409);
+    expect(response.body).toEqual({ code: 'ORDER_IN_PROGRESS', key: 'busy:factory' });
+  });
+});
