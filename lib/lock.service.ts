@@ -114,7 +114,7 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** Whether anyone holds `key` right now. */
-  isLocked(key: string): Promise<boolean> {
+  async isLocked(key: string): Promise<boolean> {
     assertLockKey(key, this.options.maxKeyLength);
     return this.engine.isLocked(key);
   }
@@ -124,7 +124,7 @@ export class LockService implements OnApplicationShutdown {
    * lock. The holder finds out at its next renewal (its signal aborts). Resolves whether a lock
    * was deleted.
    */
-  forceRelease(key: string): Promise<boolean> {
+  async forceRelease(key: string): Promise<boolean> {
     assertLockKey(key, this.options.maxKeyLength);
     return this.engine.forceRelease(key);
   }

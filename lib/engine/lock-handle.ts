@@ -109,6 +109,14 @@ export class HeldLock implements LockHandle {
     this.operations.untrack(this);
     this.controller.abort(error);
     this.operations.reportLost(this, error);
+    if (reason === 'deadline' && !this.released) {
+      // A renewal may still be queued (Redis out of reach): this compare-and-delete goes out on
+      // the same connection after it, so a healed link cannot leave our key alive for a lease.
+      this.released = this.operations.releaseLease(this).then(
+        () => false,
+        () => false,
+      );
+    }
     return error;
   }
 

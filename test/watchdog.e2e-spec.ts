@@ -1,0 +1,143 @@
+/**
+ * The lease follows the work (DESIGN §2): the watchdog renews a held lock every lease/3 for as
+ * long as the work runs, and stops the moment it settles. Runs on a private redis-server, so
+ * MONITOR and INFO commandstats see this file's commands only.
+ */
+import Redis from 'ioredis';
+import { extendScript } from '../lib/scripts/extend.script';
+import { releaseScript } from '../lib/scripts/release.script';
+import { lockServices, redisKeyOf } from './support/lock-services';
+import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
+import { now, sleep } from './support/time';
+
+const prefix = 'watchdog:';
+const TTL = 300;
+let server: RedisServer;
+let probe: Redis;
+let services: ReturnType<typeof lockServices>;
+const keyOf = (key: string): string => redisKeyOf(prefix, key);
+
+beforeAll(async () => {
+  server = await startRedis();
+  probe = new Redis(server.url);
+  services = lockServices({ redis: server.url, prefix, ttl: TTL });
+});
+
+afterAll(async () => {
+  await services?.closeAll();
+  probe?.disconnect();
+  await stopAllRedis();
+});
+
+/** Every command the server runs, in order, as MONITOR reports it. */
+async function monitorCommands(): Promise<{ commands: string[][]; stop: () => void }> {
+  const commands: string[][] = [];
+  const client = new Redis(server.url);
+  const monitor = await client.monitor();
+  monitor.on('monitor', (_time: string, args: string[]) => commands.push(args));
+  return {
+    commands,
+    stop: () => {
+      monitor.disconnect();
+      client.disconnect();
+    },
+  };
+}
+
+const runs = (script: { sha: string; source: string }, args: string[]): boolean =>
+  /^eval(sha)?$/i.test(args[0]) && (args[1] === script.sha || args[1] === script.source);
+
+async function evalshaCalls(): Promise<number> {
+  const stats = await probe.info('commandstats');
+  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+}
+
+describe('watchdog', () => {
+  it(`keeps a lock exclusive while its holder works 3× the ${TTL} ms lease`, async () => {
+    const holder = services.create();
+    const other = services.create();
+    let attempts = 0;
+    let intrusions = 0;
+
+    await holder.withLock('long-job', async (lock) => {
+      const started = now();
+      while (now() - started < TTL * 3) {
+        const intruder = await other.tryAcquire('long-job');
+        attempts++;
+        if (intruder) {
+          intrusions++;
+          await intruder.release();
+        }
+        await sleep(10);
+      }
+      expect(lock.isHeld).toBe(true);
+      expect(lock.signal.aborted).toBe(false);
+    });
+
+    expect(attempts).toBeGreaterThanOrEqual(10);
+    expect(intrusions).toBe(0);
+    expect(await probe.exists(keyOf('long-job'))).toBe(0);
+  });
+
+  it('renews while held, and sends no renewal and leaves no key after release()', async () => {
+    const holder = services.create();
+    const { commands, stop } = await monitorCommands();
+    try {
+      const lock = await holder.acquire('renewed');
+      await sleep(TTL * 1.5);
+      expect(lock.isHeld).toBe(true);
+      expect(await lock.release()).toBe(true);
+      const evalshaAfterRelease = await evalshaCalls();
+
+      // Three renewal periods (lease/3 each): the key stays gone, no renewal resurrects it.
+      const watchUntil = now() + TTL;
+      while (now() < watchUntil) {
+        expect(await probe.pttl(keyOf('renewed'))).toBe(-2);
+        await sleep(15);
+      }
+      expect(await evalshaCalls()).toBe(evalshaAfterRelease);
+
+      const own = commands.filter((args) => args.includes(lock.token));
+      const renewals = own.filter((args) => runs(extendScript, args));
+      expect(renewals.length).toBeGreaterThanOrEqual(2);
+      // The release is the last command that mentions this holder's token.
+      expect(runs(releaseScript, own[own.length - 1])).toBe(true);
+    } finally {
+      stop();
+    }
+  });
+
+  it("stops renewing when withLock()'s work fails, passing the error through untouched", async () => {
+    const holder = services.create();
+    const failure = new Error('work failed');
+    const { commands, stop } = await monitorCommands();
+    try {
+      let token = '';
+      await expect(
+        holder.withLock('failing', async (lock) => {
+          token = lock.token;
+          await sleep(TTL);
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
+      const evalshaAfterSettle = await evalshaCalls();
+
+      await sleep(TTL);
+      expect(await probe.exists(keyOf('failing'))).toBe(0);
+      expect(await evalshaCalls()).toBe(evalshaAfterSettle);
+      const own = commands.filter((args) => args.includes(token));
+      expect(own.filter((args) => runs(extendScript, args)).length).toBeGreaterThanOrEqual(1);
+      expect(runs(releaseScript, own[own.length - 1])).toBe(true);
+    } finally {
+      stop();
+    }
+  });
+
+  it('keeps a renew:false lease fixed, so it expires on its own', async () => {
+    const holder = services.create();
+    const lock = await holder.acquire('fixed', { renew: false });
+    await sleep(TTL + 100);
+    expect(await probe.exists(keyOf('fixed'))).toBe(0);
+    expect(await lock.release()).toBe(false);
+  });
+});
