@@ -21,6 +21,7 @@ export {
 export type { LockHandle } from './engine/lock-handle';
 export { Locked, type LockedOptions, type LockKeyFactory } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
+export { LockExceptionFilter } from './http/lock-exception.filter';
 export { currentLock } from './locking/lock-context';
 export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
 export {

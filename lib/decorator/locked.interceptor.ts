@@ -1,20 +1,14 @@
 import {
-  BadRequestException,
-  HttpException,
   Injectable,
   Optional,
-  ServiceUnavailableException,
   type CallHandler,
   type ExecutionContext,
   type NestInterceptor,
 } from '@nestjs/common';
 import { defaultIfEmpty, throwError, type Observable } from 'rxjs';
-import { LockKeyError } from '../errors/lock-key.error';
-import { LockLostError } from '../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { isLockFailure, toLockHttpException } from '../http/lock-http-exception';
 import { LockService } from '../lock.service';
 import type { LockFailure } from '../module/redis-lock-options';
 import { lockContext } from '../locking/lock-context';
@@ -63,53 +57,15 @@ export class LockedInterceptor implements NestInterceptor {
   }
 
   /**
-   * Turns a lock failure on an HTTP route into an HTTP exception: the module's `exceptionFactory`
-   * when set, else 409 (`busyStatus`) with `Retry-After` when busy, 400 for a bad key, 503 when
-   * the lock was lost or Redis is out of reach. Other transports get the lock error itself.
+   * Turns a lock failure on an HTTP route into an HTTP exception (see `toLockHttpException`).
+   * Override for a different shape; other transports get the lock error itself.
    */
   protected toHttpException(error: LockFailure, context: ExecutionContext): unknown {
-    const options = this.locks!.options;
-    if (options.exceptionFactory) return options.exceptionFactory(error, context);
-    if (error instanceof LockNotAcquiredError) {
-      // The holder's PTTL is only an upper bound (a renewed lease always shows ~ttl), and most
-      // locked work is short: advise the smallest Retry-After and report the bound in the body.
-      const retryAfter = 1;
-      setHeader(context.switchToHttp().getResponse(), 'Retry-After', String(retryAfter));
-      return new HttpException(
-        {
-          statusCode: options.busyStatus,
-          error: 'Conflict',
-          message: error.message,
-          resource: error.key,
-          retryAfter,
-          lockExpiresInMs: error.retryAfterMs,
-        },
-        options.busyStatus,
-        { cause: error },
-      );
-    }
-    if (error instanceof LockKeyError)
-      return new BadRequestException(error.message, { cause: error });
-    return new ServiceUnavailableException(error.message, { cause: error });
+    return toLockHttpException(error, context, this.locks!.options);
   }
 
   private mapError(error: unknown, context: ExecutionContext): unknown {
-    const isLockFailure =
-      error instanceof LockNotAcquiredError ||
-      error instanceof LockKeyError ||
-      error instanceof LockLostError ||
-      error instanceof RedisUnavailableError;
-    if (!isLockFailure || context.getType() !== 'http') return error;
+    if (!isLockFailure(error) || context.getType() !== 'http') return error;
     return this.toHttpException(error, context);
   }
-}
-
-/** Express (`setHeader`) and Fastify (`header`) responses. */
-function setHeader(response: unknown, name: string, value: string): void {
-  const target = response as {
-    setHeader?: (n: string, v: string) => void;
-    header?: (n: string, v: string) => void;
-  };
-  if (typeof target.setHeader === 'function') target.setHeader(name, value);
-  else if (typeof target.header === 'function') target.header(name, value);
 }

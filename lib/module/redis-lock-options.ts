@@ -1,4 +1,4 @@
-import type { ExecutionContext } from '@nestjs/common';
+import type { ArgumentsHost } from '@nestjs/common';
 import type { LockKeyError } from '../errors/lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
@@ -42,8 +42,12 @@ export type OnLostPolicy = 'throw' | 'log';
 export type LockFailure =
   LockNotAcquiredError | LockKeyError | LockLostError | RedisUnavailableError;
 
-/** Turns a lock failure on an HTTP route into the exception Nest should send. */
-export type LockExceptionFactory = (error: LockFailure, context: ExecutionContext) => unknown;
+/**
+ * Turns a lock failure on an HTTP request into the exception Nest should send. Receives the
+ * route's `ExecutionContext` (from `@Locked` routes) or the filter's `ArgumentsHost` (from
+ * `LockExceptionFilter`); both have `switchToHttp()`. `Retry-After` is already set on busy answers.
+ */
+export type LockExceptionFactory = (error: LockFailure, host: ArgumentsHost) => unknown;
 
 /** Options of `RedisLockModule.forRoot()` / `forRootAsync()`; every field has a default. */
 export interface RedisLockModuleOptions {

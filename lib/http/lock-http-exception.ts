@@ -1,0 +1,70 @@
+import {
+  BadRequestException,
+  HttpException,
+  ServiceUnavailableException,
+  type ArgumentsHost,
+} from '@nestjs/common';
+import { LockKeyError } from '../errors/lock-key.error';
+import { LockLostError } from '../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
+
+/**
+ * Seconds a client is told to wait on a busy lock. The holder's PTTL is only an upper bound (a
+ * renewed lease always shows about `ttl`) and most locked work is short, so advise the smallest
+ * value and report the bound in the body as `lockExpiresInMs`.
+ */
+const RETRY_AFTER_SECONDS = 1;
+
+export function isLockFailure(error: unknown): error is LockFailure {
+  return (
+    error instanceof LockNotAcquiredError ||
+    error instanceof LockKeyError ||
+    error instanceof LockLostError ||
+    error instanceof RedisUnavailableError
+  );
+}
+
+/**
+ * The HTTP answer to a lock failure: `Retry-After` on every busy answer, then the module's
+ * `exceptionFactory` when set, else 409 (`busyStatus`) with a JSON body naming the resource, 400
+ * for a bad key, 503 for a lost lock or an unreachable Redis.
+ */
+export function toLockHttpException(
+  error: LockFailure,
+  host: ArgumentsHost,
+  options: ResolvedRedisLockOptions,
+): unknown {
+  if (error instanceof LockNotAcquiredError) {
+    setHeader(host.switchToHttp().getResponse(), 'Retry-After', String(RETRY_AFTER_SECONDS));
+  }
+  if (options.exceptionFactory) return options.exceptionFactory(error, host);
+  if (error instanceof LockNotAcquiredError) {
+    return new HttpException(
+      {
+        statusCode: options.busyStatus,
+        error: 'Conflict',
+        message: error.message,
+        resource: error.key,
+        retryAfter: RETRY_AFTER_SECONDS,
+        lockExpiresInMs: error.retryAfterMs,
+      },
+      options.busyStatus,
+      { cause: error },
+    );
+  }
+  if (error instanceof LockKeyError)
+    return new BadRequestException(error.message, { cause: error });
+  return new ServiceUnavailableException(error.message, { cause: error });
+}
+
+/** Express (`setHeader`) and Fastify (`header`) responses. */
+function setHeader(response: unknown, name: string, value: string): void {
+  const target = response as {
+    setHeader?: (n: string, v: string) => void;
+    header?: (n: string, v: string) => void;
+  };
+  if (typeof target.setHeader === 'function') target.setHeader(name, value);
+  else if (typeof target.header === 'function') target.header(name, value);
+}

@@ -1,0 +1,183 @@
+/**
+ * The sample voucher shop, end to end: three replicas (separate processes) behind one Redis take
+ * 300 concurrent orders for a voucher with less stock than buyers. With the locks every user gets
+ * at most one order and exactly the stock is sold; the same burst with LOCKS=off must oversell or
+ * duplicate, which proves the first half can fail.
+ */
+import { LockService } from 'nestjs-redis-lock';
+import {
+  fireBurst,
+  readVoucher,
+  resetVoucher,
+  summarize,
+  type Attempt,
+  type BurstSummary,
+} from '../../sample-app/harness/burst';
+import { startFleet, type Fleet } from '../../sample-app/harness/replicas';
+import { killAllWorkers } from '../support/processes';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
+import { sleep, waitFor } from '../support/time';
+import { uniquePrefix } from '../support/unique-prefix';
+
+const USERS = 30;
+const ATTEMPTS_PER_USER = 10;
+const STOCK = 10;
+const VOUCHER = 'flash-sale';
+const REPLICAS = 3;
+
+const redis = redisClient();
+afterAll(async () => {
+  await killAllWorkers(); // a backstop: each fleet is stopped by its own afterAll
+  await redis.quit();
+});
+
+/** Starts the fleet, creates the voucher, fires the burst, reads the result. */
+async function runBurst(fleet: Fleet): Promise<{ attempts: Attempt[]; summary: BurstSummary }> {
+  await resetVoucher(fleet.urls[0], VOUCHER, STOCK);
+  const attempts = await fireBurst({
+    warmUp: false, // cold replicas spread the burst more: a harder case for the control run
+    urls: fleet.urls,
+    voucherId: VOUCHER,
+    users: USERS,
+    attemptsPerUser: ATTEMPTS_PER_USER,
+  });
+  const voucher = await readVoucher(fleet.urls[REPLICAS - 1], VOUCHER);
+  return { attempts, summary: summarize(attempts, voucher, REPLICAS) };
+}
+
+describe('voucher shop on 3 replicas with locks', () => {
+  const prefix = uniquePrefix('sample-shop');
+  let fleet: Fleet | undefined;
+  let attempts: Attempt[] = [];
+  let summary: BurstSummary;
+
+  beforeAll(async () => {
+    fleet = await startFleet({ redisUrl: SHARED_REDIS_URL, prefix, locks: true });
+    ({ attempts, summary } = await runBurst(fleet));
+  });
+
+  afterAll(async () => {
+    await fleet?.stop();
+    await deleteKeys(redis, prefix);
+  });
+
+  it('fires 300 orders of 30 users, spread over all three replicas', () => {
+    expect(summary.requests).toBe(USERS * ATTEMPTS_PER_USER);
+    expect(summary.users).toBe(USERS);
+    for (let replica = 0; replica < REPLICAS; replica++) {
+      expect(attempts.filter((a) => a.replica === replica)).toHaveLength(
+        (USERS * ATTEMPTS_PER_USER) / REPLICAS,
+      );
+    }
+  });
+
+  it('gives each user at most one order', () => {
+    expect(summary.maxOrdersPerUser).toBe(1);
+    expect(summary.duplicates).toBe(0);
+  });
+
+  it('sells exactly min(stock, users) units and never takes the stock below 0', () => {
+    expect(summary.orders).toBe(Math.min(STOCK, USERS));
+    expect(summary.byStatus[201]).toBe(Math.min(STOCK, USERS));
+    expect(summary.oversold).toBe(0);
+    expect(summary.stockLeft).toBe(STOCK - summary.orders);
+    expect(summary.stockLeft).toBeGreaterThanOrEqual(0);
+  });
+
+  it('answers every other attempt with 409 (already ordered, or busy with Retry-After) or 410 (sold out)', () => {
+    const refused = attempts.filter((a) => a.status !== 201);
+    expect(refused).toHaveLength(USERS * ATTEMPTS_PER_USER - summary.orders);
+    for (const attempt of refused) {
+      const body = attempt.body as { statusCode: number; reason: string; message: string };
+      expect(body.statusCode).toBe(attempt.status);
+      expect(typeof body.message).toBe('string');
+      if (attempt.status === 409) {
+        expect(['already-ordered', 'busy']).toContain(body.reason);
+        if (body.reason === 'busy') {
+          expect(attempt.retryAfter).toBe('1');
+          // The service's @Locked('order:<userId>') key, or the stock lock when its wait ran out.
+          expect([`order:${attempt.userId}`, `stock:${VOUCHER}`]).toContain(
+            (body as { resource?: string }).resource,
+          );
+        }
+      } else {
+        expect(attempt.status).toBe(410);
+        expect(body).toMatchObject({
+          reason: 'sold-out',
+          message: `Voucher "${VOUCHER}" is sold out.`,
+        });
+      }
+    }
+    expect(summary.byStatus[409]).toBeGreaterThan(0);
+    expect(summary.byStatus[410]).toBeGreaterThan(0);
+  });
+
+  it('never answers 5xx, and every request got an answer', () => {
+    expect(attempts.filter((a) => a.status === 0 || a.status >= 500)).toEqual([]);
+  });
+
+  it('settles every order exactly once although the cron job fires on every replica', async () => {
+    await waitFor(
+      async () => (await readVoucher(fleet!.urls[0], VOUCHER)).settled >= summary.orders,
+      5_000,
+      100,
+    );
+    await sleep(1_200); // one more tick on every replica: nothing may be booked twice
+    expect((await readVoucher(fleet!.urls[0], VOUCHER)).settled).toBe(summary.orders);
+  });
+
+  it('answers the @Locked settlement route with 409 + Retry-After while another holder runs settlement', async () => {
+    const operator = new LockService({ redis: SHARED_REDIS_URL, prefix: `${prefix}lock:` });
+    try {
+      const held = await operator.acquire('settlement', { wait: 3_000 });
+      const busy = await fetch(`${fleet!.urls[1]}/settlements`, { method: 'POST' });
+      expect(busy.status).toBe(409);
+      expect(busy.headers.get('retry-after')).toBe('1');
+      expect(await busy.json()).toMatchObject({
+        statusCode: 409,
+        reason: 'busy',
+        resource: 'settlement',
+      });
+      await held.release();
+
+      // Free: the route holds the lock and the @Locked cron method re-uses it (re-entrant). The
+      // cron job may hold the lock for a few ms at a tick: retry a 409 then, as a client would.
+      let ran = await fetch(`${fleet!.urls[1]}/settlements`, { method: 'POST' });
+      for (let retry = 0; ran.status === 409 && retry < 5; retry++) {
+        await sleep(50);
+        ran = await fetch(`${fleet!.urls[1]}/settlements`, { method: 'POST' });
+      }
+      expect(ran.status).toBe(200);
+      expect(await ran.json()).toMatchObject({ replica: 'replica-2', booked: {} });
+    } finally {
+      await operator.close();
+    }
+  });
+
+  it('shuts down gracefully on SIGTERM, closing its Redis connections', async () => {
+    await fleet!.stop();
+    for (const replica of fleet!.replicas) {
+      const exit = await replica.worker.exited;
+      // Nest runs the shutdown hooks, then re-raises the signal it caught.
+      expect(exit).toMatchObject({ signal: 'SIGTERM' });
+      expect(exit.stdout).toContain('Redis connection closed');
+    }
+  });
+});
+
+describe('control: the same burst with LOCKS=off', () => {
+  const prefix = uniquePrefix('sample-shop-nolock');
+  let fleet: Fleet | undefined;
+
+  afterAll(async () => {
+    await fleet?.stop();
+    await deleteKeys(redis, prefix);
+  });
+
+  it('sells duplicate orders or more than the stock — the race the locks prevent', async () => {
+    fleet = await startFleet({ redisUrl: SHARED_REDIS_URL, prefix, locks: false });
+    const { attempts, summary } = await runBurst(fleet);
+    expect(summary.duplicates + summary.oversold).toBeGreaterThan(0);
+    expect(attempts.filter((a) => a.status === 0 || a.status >= 500)).toEqual([]);
+  });
+});
