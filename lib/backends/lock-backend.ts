@@ -27,6 +27,8 @@ export interface LockBackend {
   forceRelease(keys: LockRedisKeys): Promise<boolean>;
   isLocked(keys: LockRedisKeys): Promise<boolean>;
   createPubSub(): ReleasePubSub;
+  /** Safety margin (ms) the holder subtracts from a lease of `ttl` on its local clock. */
+  drift(ttl: number): number;
   /** Closes the connections this backend opened (never a client the user passed in). */
   close(): Promise<void>;
 }

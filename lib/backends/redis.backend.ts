@@ -8,6 +8,7 @@ import {
   type RedisConnection,
 } from '../redis/redis-client';
 import { createReleasePubSub } from '../redis/release-pubsub';
+import { clockDrift } from '../engine/clock';
 import { acquireScript } from '../scripts/acquire.script';
 import { extendScript } from '../scripts/extend.script';
 import { forceReleaseScript } from '../scripts/force-release.script';
@@ -70,6 +71,10 @@ export class RedisBackend implements LockBackend {
     return createReleasePubSub(this.connection.client);
   }
 
+  drift(ttl: number): number {
+    return clockDrift(ttl);
+  }
+
   async close(): Promise<void> {
     if (this.connection.owned) await closeRedisClient(this.connection.client);
   }
@@ -82,9 +87,16 @@ export class RedisBackend implements LockBackend {
    */
   private async awaitReplicas(keys: LockRedisKeys, token: string): Promise<void> {
     const { minReplicas, timeout } = this.replicaAck!;
-    const acknowledged = Number(
-      await (this.client as import('ioredis').Redis).wait(minReplicas, timeout),
-    );
+    let acknowledged: number;
+    try {
+      acknowledged = Number(
+        await (this.client as import('ioredis').Redis).wait(minReplicas, timeout),
+      );
+    } catch (error) {
+      // Never leave an unacknowledged grant behind, owned by nobody, for a whole lease.
+      await this.release(keys, token).catch(() => false);
+      throw error;
+    }
     if (acknowledged >= minReplicas) return;
     await this.release(keys, token).catch(() => false);
     throw new RedisUnavailableError(

@@ -1,3 +1,4 @@
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { combineReleasePubSubs } from '../redis/release-pubsub';
 import { withTimeout } from '../engine/with-timeout';
@@ -28,22 +29,24 @@ export class RedlockBackend implements LockBackend {
     const started = performance.now();
     const replies = await this.onEveryNode((node) => node.acquire(keys, token, ttl));
     const fences = replies.filter((reply): reply is number => reply !== undefined && reply > 0);
-    const validity = ttl - (performance.now() - started) - (ttl * this.driftFactor + 2);
+    const validity = ttl - (performance.now() - started) - this.drift(ttl);
     if (fences.length >= this.quorum && validity > 0) return Math.max(...fences);
 
     // No quorum (or no time left): undo the partial grant everywhere, answered or not.
     await this.onEveryNode((node) => node.release(keys, token));
+    const answered = replies.filter((reply) => reply !== undefined).length;
+    if (answered < this.quorum) throw this.unreachable(answered, 'acquire');
     const busy = replies.filter((reply): reply is number => reply !== undefined && reply <= 0);
     // Retry after the shortest lease among the nodes that refused (0 if none said).
     return busy.length > 0 ? Math.max(...busy) : 0;
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    return this.hasQuorum(await this.onEveryNode((node) => node.extend(keys, token, ms)));
+    return this.verdict(await this.onEveryNode((node) => node.extend(keys, token, ms)), 'extend');
   }
 
   async release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.hasQuorum(await this.onEveryNode((node) => node.release(keys, token)));
+    return this.verdict(await this.onEveryNode((node) => node.release(keys, token)), 'release');
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
@@ -62,8 +65,33 @@ export class RedlockBackend implements LockBackend {
     await Promise.all(this.nodes.map((node) => node.close()));
   }
 
+  drift(ttl: number): number {
+    return ttl * this.driftFactor + 2;
+  }
+
   private hasQuorum(replies: (boolean | undefined)[]): boolean {
     return replies.filter((reply) => reply === true).length >= this.quorum;
+  }
+
+  /**
+   * Ours with a quorum of yeses; not ours once the noes make a quorum impossible; otherwise too
+   * few nodes answered to tell, which is an outage, not another owner.
+   */
+  private verdict(replies: (boolean | undefined)[], operation: string): boolean {
+    if (this.hasQuorum(replies)) return true;
+    const noes = replies.filter((reply) => reply === false).length;
+    if (noes > this.nodes.length - this.quorum) return false;
+    throw this.unreachable(
+      replies.length - replies.filter((r) => r === undefined).length,
+      operation,
+    );
+  }
+
+  private unreachable(answered: number, operation: string): RedisUnavailableError {
+    return new RedisUnavailableError(
+      `Redlock ${operation}: only ${answered} of ${this.nodes.length} nodes answered, fewer than ` +
+        `the ${this.quorum} a decision needs. Check that a majority of the nodes is reachable.`,
+    );
   }
 
   /** Runs `operation` on all nodes in parallel; a node that fails or is slow answers `undefined`. */

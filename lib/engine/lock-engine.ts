@@ -51,17 +51,35 @@ export class LockEngine implements LockOperations {
     return lockRedisKeys(this.options.prefix, key);
   }
 
-  /** Tries at once, then (if `wait` > 0) waits for a release message or the holder's lease end. */
+  /**
+   * Tries at once, then (if `wait` > 0) waits for a release message or the holder's lease end.
+   * Redis being out of reach (a failover, a restart) is retried with backoff while the budget
+   * lasts; if it still is when the budget runs out, that error is thrown rather than "busy".
+   */
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const { signal } = request;
     signal?.throwIfAborted();
     const started = monotonicNow();
+    const deadline = started + request.wait;
     const keys = this.keysOf(request.key);
-    const first = await this.attempt(request, keys);
+    let unavailable: RedisUnavailableError | undefined;
+    let failures = 0;
+    const tryOnce = async (): Promise<HeldLock | number> => {
+      try {
+        const outcome = await this.attempt(request, keys);
+        unavailable = undefined;
+        return outcome;
+      } catch (error) {
+        if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
+        unavailable = error;
+        return Math.min(50 * 2 ** failures++, 1_000);
+      }
+    };
+
+    const first = await tryOnce();
     if (typeof first !== 'number') return { lock: first };
     if (request.wait <= 0) return { busyFor: first, waited: 0 };
 
-    const deadline = started + request.wait;
     // Subscribe before the next try, so a release between our try and our sleep is never missed.
     const waiter: Waiter = await this.notifier.register(
       keys.channel,
@@ -70,11 +88,14 @@ export class LockEngine implements LockOperations {
     try {
       let busyFor = first;
       for (;;) {
-        const outcome = await this.attempt(request, keys);
+        const outcome = await tryOnce();
         if (typeof outcome !== 'number') return { lock: outcome };
         busyFor = outcome;
         const remaining = deadline - monotonicNow();
-        if (remaining <= 0) return { busyFor, waited: monotonicNow() - started };
+        if (remaining <= 0) {
+          if (unavailable) throw unavailable;
+          return { busyFor, waited: monotonicNow() - started };
+        }
         // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
         const jitter = Math.random() * this.options.retryJitter;
         await waiter.sleep(Math.min(busyFor + jitter, remaining), signal);
@@ -103,6 +124,10 @@ export class LockEngine implements LockOperations {
   untrack(lock: HeldLock): void {
     this.held.delete(lock);
     this.watchdog.remove(lock);
+  }
+
+  drift(ttl: number): number {
+    return this.backend.drift(ttl);
   }
 
   reportLost(lock: HeldLock, error: LockLostError): void {

@@ -1,7 +1,7 @@
 import { LockLostError, type LockLostReason } from '../errors/lock-lost.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { clockDrift, monotonicNow } from './clock';
+import { monotonicNow } from './clock';
 
 /** A held lock, as returned by `LockService.acquire()` and passed to `withLock` callbacks. */
 export interface LockHandle {
@@ -44,6 +44,8 @@ export interface LockOperations {
   releaseLease(lock: HeldLock): Promise<boolean>;
   /** Stops renewing and forgets the lock (released or lost). */
   untrack(lock: HeldLock): void;
+  /** Safety margin (ms) subtracted from a lease on the local clock (clock drift, latency). */
+  drift(ttl: number): number;
   /** Reports a loss (event + log); called exactly once per lost lock. */
   reportLost(lock: HeldLock, error: LockLostError): void;
 }
@@ -71,7 +73,7 @@ export class HeldLock implements LockHandle {
     readonly owner: object,
   ) {
     this.lease = lease;
-    this.validUntil = sentAt + lease - clockDrift(lease);
+    this.validUntil = sentAt + lease - operations.drift(lease);
     this.nextRenewAt = sentAt + lease / 3;
   }
 
@@ -98,7 +100,7 @@ export class HeldLock implements LockHandle {
 
   /** Records a lease renewal confirmed by Redis for a command sent at `sentAt`. */
   renewed(sentAt: number, lease: number): void {
-    this.validUntil = Math.max(this.validUntil, sentAt + lease - clockDrift(lease));
+    this.validUntil = Math.max(this.validUntil, sentAt + lease - this.operations.drift(lease));
     this.nextRenewAt = sentAt + lease / 3;
   }
 
@@ -132,7 +134,7 @@ export class HeldLock implements LockHandle {
     if (!stillOurs) throw this.lose('not-owner');
     this.lease = ms;
     // An explicit extension may shorten the lease, so take its deadline as is.
-    this.validUntil = sentAt + ms - clockDrift(ms);
+    this.validUntil = sentAt + ms - this.operations.drift(ms);
     this.nextRenewAt = sentAt + ms / 3;
   }
 

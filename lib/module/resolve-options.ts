@@ -32,9 +32,17 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
       messages.badOption('redis', resolved.redis, 'a URL, ioredis options or a client'),
     );
   }
-  if (typeof resolved.prefix !== 'string' || resolved.prefix.length === 0) {
+  if (
+    typeof resolved.prefix !== 'string' ||
+    resolved.prefix.length === 0 ||
+    /[{}]/.test(resolved.prefix)
+  ) {
     throw new RedisLockConfigError(
-      messages.badOption('prefix', resolved.prefix, 'a non-empty string'),
+      messages.badOption(
+        'prefix',
+        resolved.prefix,
+        'a non-empty string without { or } (the key is the hash tag)',
+      ),
     );
   }
   assertPositive('ttl', resolved.ttl);
