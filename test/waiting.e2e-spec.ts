@@ -194,7 +194,7 @@ describe('a grant that lands after the caller gave up', () => {
 
     // The server did grant it once resumed (the fence counter moved), and the grant was undone.
     const fenceKey = `${redisKeyOf(privatePrefix, key)}:fence`;
-    await waitFor(async () => (await probe.get(fenceKey)) === '1');
+    await waitFor(async () => (await probe.exists(fenceKey)) === 1);
     await waitFor(async () => (await probe.exists(redisKeyOf(privatePrefix, key))) === 0, 1_000);
   });
 });

@@ -1,3 +1,4 @@
+import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import {
@@ -28,6 +29,8 @@ export class RedisBackend implements LockBackend {
   private readonly client: RedisClient & RedisCommander;
   /** Sharded pub/sub on a Cluster keeps release messages on the lock's own shard. */
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
+  /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
+  private resets = 0;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -37,6 +40,7 @@ export class RedisBackend implements LockBackend {
     this.publish = isClusterClient(connection.client) ? 'SPUBLISH' : 'PUBLISH';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
+    connection.client.on('close', () => this.resets++);
   }
 
   async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
@@ -52,9 +56,16 @@ export class RedisBackend implements LockBackend {
   }
 
   async release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return (
-      (await releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish])) === 1
-    );
+    const resetsBefore = this.resets;
+    const deleted =
+      (await releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish])) ===
+      1;
+    if (!deleted && this.resets !== resetsBefore) {
+      // The connection dropped meanwhile and ioredis re-sent the release: "not there" may be our
+      // own first delete whose reply was lost. Say "unknown" rather than wrongly "lost".
+      throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
+    }
+    return deleted;
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {

@@ -27,7 +27,7 @@ describe('@Locked at decoration time', () => {
 
     it('names the option and the expected value', () => {
       expect(() => Locked('k', { ttl: -1 })).toThrow(
-        'Lock option `ttl` is -1; expected a finite number > 0 (ms).',
+        'Lock option `ttl` is -1; expected a number > 0 and <= 2147483647 (ms).',
       );
     });
 

@@ -11,6 +11,9 @@ export const messages = {
   lost: (key: string, reason: string) =>
     `Lock "${key}" was lost (${reason}) while it was held: the protected work may have overlapped ` +
     'with another holder. Treat its effects as unprotected; use `lock.fence` to let the store reject stale writes.',
+  illFormedKey: () =>
+    'A lock key must be well-formed Unicode: it contains a lone surrogate, which Redis would store ' +
+    'as U+FFFD (so different keys would share a lock). Check how the key was built.',
   emptyKey: () => 'A lock key must be a non-empty string. Pass e.g. `order:${userId}`.',
   keyTooLong: (length: number, max: number) =>
     `Lock key is ${length} characters long, over the limit of ${max}. ` +
@@ -40,6 +43,9 @@ export const messages = {
   redisUnavailable: (operation: string, ms: number) =>
     `Redis did not answer ${operation} within ${ms} ms. Check that Redis is running and that ` +
     'the `redis` option (REDIS_URL) points at it; raise `commandTimeout` for a slow link.',
+  releaseUnknown: (key: string) =>
+    `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
+    'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',
   notBound: (where: string) =>
     `@Locked() on ${where} ran, but no LockService is bound to this instance. Import ` +
     'RedisLockModule.forRoot() in the application, and let Nest create the instance (a provider or ' +

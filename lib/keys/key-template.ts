@@ -60,7 +60,11 @@ export function parseKeyTemplate(source: string): KeyTemplate {
   const resolved = parts.map((part, index) => {
     if (typeof part === 'string') return part;
     const next = parts[index + 1];
-    return { ...part, escape: typeof next === 'string' ? next[0] : '' };
+    // By code point: a separator outside the BMP (an emoji) must not be split into halves.
+    return {
+      ...part,
+      escape: typeof next === 'string' ? String.fromCodePoint(next.codePointAt(0)!) : '',
+    };
   });
   return {
     source,

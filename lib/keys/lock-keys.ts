@@ -16,13 +16,26 @@ export interface LockRedisKeys {
  * counter and the channel hash to one Cluster slot (multi-key scripts never hit CROSSSLOT).
  */
 export function lockRedisKeys(prefix: string, key: string): LockRedisKeys {
-  const lock = `${prefix}{${key}}`;
+  const lock = `${prefix}{${hashTagSafe(key)}}`;
   return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
+}
+
+/**
+ * Braces inside the tag would change which part Redis hashes (`{}x}` has an empty tag, so the
+ * lease and its fence counter could land in different slots): percent-encode them, and `%` itself
+ * so distinct keys stay distinct.
+ */
+function hashTagSafe(key: string): string {
+  return /[{}%]/.test(key)
+    ? key.replace(/[{}%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`)
+    : key;
 }
 
 /** Rejects keys that would lock nothing useful: not a string, empty, or longer than the limit. */
 export function assertLockKey(key: unknown, maxKeyLength: number): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) throw new LockKeyError(messages.emptyKey());
+  // A lone surrogate has no UTF-8 form: Redis would store U+FFFD, so distinct keys would collide.
+  if (!key.isWellFormed()) throw new LockKeyError(messages.illFormedKey());
   if (key.length > maxKeyLength) {
     throw new LockKeyError(messages.keyTooLong(key.length, maxKeyLength));
   }

@@ -114,15 +114,25 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
   }
 }
 
+/**
+ * Longest duration Node's timers can wait (about 24.8 days): a larger one fires after 1 ms, which
+ * would turn a lease renewal or a retry into a busy loop.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export function assertPositive(name: string, value: unknown): asserts value is number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new RedisLockConfigError(messages.badOption(name, value, 'a finite number > 0 (ms)'));
+  if (typeof value !== 'number' || !(value > 0 && value <= MAX_TIMER_MS)) {
+    throw new RedisLockConfigError(
+      messages.badOption(name, value, `a number > 0 and <= ${MAX_TIMER_MS} (ms)`),
+    );
   }
 }
 
 export function assertNonNegative(name: string, value: unknown): asserts value is number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new RedisLockConfigError(messages.badOption(name, value, 'a finite number >= 0 (ms)'));
+  if (typeof value !== 'number' || !(value >= 0 && value <= MAX_TIMER_MS)) {
+    throw new RedisLockConfigError(
+      messages.badOption(name, value, `a number >= 0 and <= ${MAX_TIMER_MS} (ms)`),
+    );
   }
 }
 

@@ -4,14 +4,28 @@ import { LuaScript } from './lua-script';
  * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window).
  * KEYS[1] lock key, KEYS[2] fence counter (same hash slot).
  * ARGV[1] token, ARGV[2] lease in ms.
- * Returns the new fence (> 0) when granted, or -(holder's PTTL) when busy (0 if it expires now).
+ * Returns the fence (> 0) when granted, or -(holder's PTTL) when busy (0 if it expires now).
  */
 export const acquireScript = new LuaScript(
   'acquire',
   `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  -- Granted: the fence counter never expires, so fences stay strictly increasing per key.
-  return redis.call('INCR', KEYS[2])
+  -- Granted. The fence counter never expires, so fences stay strictly increasing per key.
+  local fence = redis.call('INCR', KEYS[2])
+  if fence == 1 then
+    -- A new counter, or one a restart without persistence lost: start from Redis' clock in
+    -- microseconds, above any fence handed out before (unless a key saw > 1 grant per us).
+    local now = redis.call('TIME')
+    fence = string.format('%d', now[1] * 1000000 + now[2])
+    redis.call('SET', KEYS[2], fence)
+    return tonumber(fence)
+  end
+  return fence
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  -- Our own grant, executed again: ioredis re-sent the command after a connection reset lost the
+  -- first reply. Nobody else can have moved the counter while we hold the lock.
+  return tonumber(redis.call('GET', KEYS[2]))
 end
 -- Busy: tell the caller how long the holder's lease still runs (Redis' clock, not ours).
 local pttl = redis.call('PTTL', KEYS[1])
