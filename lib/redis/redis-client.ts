@@ -58,11 +58,17 @@ export function assertRedisUrl(url: string): void {
   }
 }
 
+/**
+ * For connections we open: closing a socket that never connected (Redis down) otherwise keeps the
+ * process alive for ioredis' default 2 s `disconnectTimeout`.
+ */
+const OWNED_CLIENT_DEFAULTS: RedisOptions = { disconnectTimeout: 200 };
+
 export function openRedisConnection(option: RedisConnectionOption): RedisConnection {
   if (isRedisClient(option)) return { client: option, owned: false };
   if (typeof option === 'string') {
     assertRedisUrl(option);
-    return { client: new Redis(option), owned: true };
+    return { client: new Redis(option, OWNED_CLIENT_DEFAULTS), owned: true };
   }
   if (Object.getPrototypeOf(option) !== Object.prototype) {
     // A class instance that is not a client (a node-redis client, a wrapper): refuse rather than
@@ -71,7 +77,7 @@ export function openRedisConnection(option: RedisConnectionOption): RedisConnect
       messages.badOption('redis', option, 'a URL, plain ioredis options, or an ioredis client'),
     );
   }
-  return { client: new Redis(option), owned: true };
+  return { client: new Redis({ ...OWNED_CLIENT_DEFAULTS, ...option }), owned: true };
 }
 
 /** Closes a client: QUIT when it is connected (flushes pending replies), else disconnect at once. */
