@@ -317,7 +317,7 @@ class Connection {
 /** Reassembles whole RESP messages from a byte stream. */
 class Direction {
   readonly queue: Pending[] = [];
-  private buffer = Buffer.alloc(0);
+  private buffer: Buffer = Buffer.alloc(0);
 
   frames(chunk: Buffer): Buffer[] {
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
