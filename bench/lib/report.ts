@@ -1,0 +1,539 @@
+import { waitChartSvg, type ChartPanel } from './chart';
+import type { ContendedMetrics } from './contended';
+import type { S5Metrics } from './decorator';
+import type { S6CyclesResult, S6HeldResult } from './memory';
+import type { S1Metrics, S2Metrics } from './uncontended';
+
+export interface S3Cell {
+  runs: ContendedMetrics[];
+  median: ContendedMetrics;
+  errors: string[];
+}
+
+/** Everything a run measured; `bench/results/latest.json`. Markdown and SVG are rendered from it. */
+export interface Results {
+  meta: {
+    date: string;
+    commit: string;
+    libDirty: boolean;
+    node: string;
+    os: string;
+    cpu: string;
+    memoryGb: number;
+    /** 1, 5, 15-minute load average when the run started (the machine may be shared). */
+    loadAverage: number[];
+    loadAverageEnd: number[];
+    redis: string;
+    redisOwned: boolean;
+    versions: Record<string, string>;
+    config: Record<string, number>;
+    only: string[] | null;
+    contenders: string[] | null;
+    seconds: number;
+  };
+  contenders: { id: string; label: string; library: string; variant: string; settings: string }[];
+  s1?: Record<
+    string,
+    {
+      runs: S1Metrics[];
+      median: S1Metrics;
+      roundTrips: { perOp: number; byCommand: Record<string, number> };
+    }
+  >;
+  s2?: Record<string, { runs: S2Metrics[]; median: S2Metrics }>;
+  /** s3[mode][pauseMs][contenderId]; mode 'inproc' = 8 workers in one process, 'procs' = 8 processes. */
+  s3?: Record<'inproc' | 'procs', Record<string, Record<string, S3Cell>>>;
+  s5?: { runs: S5Metrics[]; median: S5Metrics };
+  s6?: { cycles: S6CyclesResult; held: S6HeldResult };
+}
+
+export interface BarRow {
+  criterion: string;
+  bar: string;
+  measured: string;
+  pass: boolean | null;
+}
+
+const n0 = (v: number): string =>
+  Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a';
+const f = (v: number, digits = 2): string => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
+const ms = (v: number): string =>
+  !Number.isFinite(v)
+    ? 'n/a'
+    : Math.abs(v) >= 100
+      ? n0(v)
+      : Math.abs(v) >= 10
+        ? v.toFixed(1)
+        : v.toFixed(2);
+const pct = (v: number): string => (Number.isFinite(v) ? `${Math.round(v * 100)}%` : 'n/a');
+const verdict = (pass: boolean | null): string =>
+  pass === null ? '—' : pass ? '✅ meets' : '❌ misses';
+
+function table(head: string[], rows: string[][], align?: string[]): string {
+  const sep = head.map((_, i) => align?.[i] ?? (i === 0 ? ':--' : '--:'));
+  return [head, sep, ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
+}
+
+const PEER_DEFAULTS = (id: string): boolean => id.endsWith(':defaults');
+
+/** The issue-5 bar, evaluated from the JSON. */
+export function evaluateBar(r: Results): BarRow[] {
+  const rows: BarRow[] = [];
+  if (r.s1?.ours && r.s1.raw) {
+    const ratio = r.s1.ours.median.opsPerSec / r.s1.raw.median.opsPerSec;
+    rows.push({
+      criterion: 'S1 sequential ops/s vs raw reference',
+      bar: '≥ 0.95×',
+      measured: `${f(ratio)}× (${n0(r.s1.ours.median.opsPerSec)} vs ${n0(r.s1.raw.median.opsPerSec)} ops/s)`,
+      pass: ratio >= 0.95,
+    });
+    const rt = r.s1.ours.roundTrips.perOp;
+    rows.push({
+      criterion: 'S1 round trips per acquire+release',
+      bar: '2 (one each)',
+      measured: f(rt),
+      pass: rt <= 2.0001,
+    });
+  }
+  if (r.s2?.ours && r.s2.raw) {
+    const ratio = r.s2.ours.median.opsPerSec / r.s2.raw.median.opsPerSec;
+    rows.push({
+      criterion: 'S2 64-parallel ops/s vs raw reference',
+      bar: '≥ 0.95×',
+      measured: `${f(ratio)}× (${n0(r.s2.ours.median.opsPerSec)} vs ${n0(r.s2.raw.median.opsPerSec)} ops/s)`,
+      pass: ratio >= 0.95,
+    });
+  }
+  const p5 = r.s3?.procs?.[String(r.meta.config.pauseMs)];
+  if (p5?.ours) {
+    const ours = p5.ours.median;
+    rows.push({
+      criterion: `S3P cross-worker hand-off gap p50 (${r.meta.config.pauseMs} ms pause)`,
+      bar: '≤ 0.3 ms',
+      measured: `${ms(ours.gapP50)} ms`,
+      pass: ours.gapP50 <= 0.3,
+    });
+    const peers = Object.entries(p5).filter(([id]) => PEER_DEFAULTS(id));
+    if (peers.length > 0) {
+      const [bestId, best] = peers.reduce((a, b) =>
+        b[1].median.waitP99 < a[1].median.waitP99 ? b : a,
+      );
+      const factor = best.median.waitP99 / ours.waitP99;
+      const bestLabel = r.contenders.find((c) => c.id === bestId)?.label ?? bestId;
+      rows.push({
+        criterion: `S3P wait p99 vs best peer at defaults (${r.meta.config.pauseMs} ms pause)`,
+        bar: '≥ 5× lower',
+        measured: `${f(factor, 1)}× (${ms(ours.waitP99)} ms vs ${ms(best.median.waitP99)} ms, ${bestLabel})`,
+        pass: factor >= 5,
+      });
+    }
+  }
+  if (r.s3?.procs) {
+    const over = Object.values(r.s3.procs).reduce(
+      (sum, byId) => sum + (byId.ours?.median.waitsOver1s ?? 0),
+      0,
+    );
+    rows.push({
+      criterion: 'S3P waits over 1 s (ours, all runs)',
+      bar: '0',
+      measured: String(over),
+      pass: over === 0,
+    });
+  }
+  if (r.s3) {
+    let violations = 0;
+    for (const byPause of Object.values(r.s3))
+      for (const byId of Object.values(byPause))
+        for (const cell of Object.values(byId)) violations += cell.median.violations;
+    rows.push({
+      criterion: 'Mutual-exclusion violations (every library, S3 + S3P)',
+      bar: '0',
+      measured: String(violations),
+      pass: violations === 0,
+    });
+  }
+  if (r.s5) {
+    const m = r.s5.median;
+    rows.push({
+      criterion: 'S5 @Locked added latency, sequential p50',
+      bar: '≤ 2 round trips',
+      measured:
+        `${n0(m.seqAddedP50Us)} µs = ${f(m.seqAddedRtt)} PING RTT (${n0(m.rttUs)} µs, tight loop)` +
+        ` = ${f(m.seqAddedHandlerRtt)} round trips made inside a handler`,
+      pass: m.seqAddedRtt <= 2,
+    });
+    rows.push({
+      criterion: 'S5 @Locked added latency, 16 concurrent (mean)',
+      bar: '≤ 2 round trips',
+      measured: `${n0(m.concAddedMeanUs)} µs = ${f(m.concAddedRtt)} PING RTT`,
+      pass: m.concAddedRtt <= 2,
+    });
+  }
+  if (r.s6) {
+    const c = r.s6.cycles;
+    const growth = c.heapAfterMb - c.heapBeforeMb;
+    rows.push({
+      criterion: `S6 heap over ${n0(c.cycles)} acquire/release cycles (after GC)`,
+      bar: 'flat (≤ 1 MB growth)',
+      measured: `${f(c.heapBeforeMb)} → ${f(c.heapAfterMb)} MB (${growth >= 0 ? '+' : ''}${f(growth)} MB; slope ${f(c.slopeKbPer100k, 0)} KB/100k)`,
+      pass: growth <= 1,
+    });
+    const h = r.s6.held;
+    rows.push({
+      criterion: `S6 renewal of ${n0(h.locks)} held locks (${h.periods} periods)`,
+      bar: 'in batches: ~1 command per lock per period, Redis quiet between batches',
+      measured: `${f(h.renewalsPerLockPerPeriod)} per lock per period; renewal traffic in ${pct(h.renewalActiveShare)} of ${h.sampleMs} ms samples (${h.renewalBursts} bursts)`,
+      pass: h.renewalsPerLockPerPeriod <= 1.5 && h.renewalActiveShare <= 0.5,
+    });
+    rows.push({
+      criterion: 'S6 timers while 10 k locks are held',
+      bar: 'not one per lock',
+      measured: `live timers median ${n0(h.liveTimersMedian)}, peak ${n0(h.liveTimersMax)} (${f(h.timersCreatedPerRenewal)} created per renewal); active 'Timeout' peak ${n0(h.activeTimeoutsMax)}`,
+      pass: h.liveTimersMax < h.locks / 10,
+    });
+    rows.push({
+      criterion: `S6 no lock lost while ${n0(h.locks)} are renewed (ttl ${h.ttlMs} ms)`,
+      bar: '0 lost',
+      measured: `${n0(h.lost)} lost`,
+      pass: h.lost === 0,
+    });
+  }
+  return rows;
+}
+
+function contendedTable(r: Results, cells: Record<string, S3Cell>): string {
+  const rows = r.contenders
+    .filter((c) => cells[c.id])
+    .map((c) => {
+      const m = cells[c.id].median;
+      return [
+        c.id === 'ours' ? `**${c.label}**` : c.label,
+        n0(m.sectionsPerSec),
+        pct(m.crossShare),
+        ms(m.gapP50),
+        ms(m.gapP99),
+        ms(m.releaseP50),
+        ms(m.waitP50),
+        ms(m.waitP99),
+        ms(m.waitMax),
+        n0(m.waitsOver1s),
+        n0(m.giveUps),
+        f(m.fairMinMax),
+        f(m.jain, 3),
+        n0(m.violations),
+      ];
+    });
+  return table(
+    [
+      'Library',
+      'CS/s',
+      'cross-worker hand-offs',
+      'gap p50 ms',
+      'gap p99 ms',
+      'release p50 ms',
+      'wait p50 ms',
+      'wait p99 ms',
+      'wait max ms',
+      'waits > 1 s',
+      'gave up',
+      'fair min/max',
+      'Jain',
+      'violations',
+    ],
+    rows,
+  );
+}
+
+/**
+ * One row per library: the headline numbers of every scenario (what the README carries).
+ * S1/S2 ran at defaults only (retry settings do not matter uncontended).
+ */
+export function summaryTable(r: Results): string | undefined {
+  const pause = String(r.meta.config.pauseMs);
+  const p5 = r.s3?.procs?.[pause];
+  if (!r.s1 && !r.s2 && !p5) return undefined;
+  const rows = r.contenders.map((x) => {
+    const s1 = r.s1?.[x.id]?.median;
+    const s2 = r.s2?.[x.id]?.median;
+    const raw1 = r.s1?.raw?.median.opsPerSec ?? NaN;
+    const raw2 = r.s2?.raw?.median.opsPerSec ?? NaN;
+    const m = p5?.[x.id]?.median;
+    let over = 0;
+    for (const byId of Object.values(r.s3?.procs ?? {}))
+      over += byId[x.id]?.median.waitsOver1s ?? 0;
+    let violations = 0;
+    for (const byPause of Object.values(r.s3 ?? {})) {
+      for (const byId of Object.values(byPause)) violations += byId[x.id]?.median.violations ?? 0;
+    }
+    return [
+      x.id === 'ours' ? `**${x.label}**` : x.label,
+      s1 ? `${n0(s1.opsPerSec)} (${f(s1.opsPerSec / raw1)}×)` : '—',
+      s2 ? `${n0(s2.opsPerSec)} (${f(s2.opsPerSec / raw2)}×)` : '—',
+      m ? ms(m.gapP50) : '—',
+      m ? ms(m.waitP99) : '—',
+      m ? ms(m.waitMax) : '—',
+      r.s3?.procs ? n0(over) : '—',
+      r.s3 ? n0(violations) : '—',
+    ];
+  });
+  return table(
+    [
+      'Library',
+      'S1 ops/s (vs raw)',
+      'S2 ops/s (vs raw)',
+      `S3P gap p50 ms (${pause} ms pause)`,
+      'S3P wait p99 ms',
+      'S3P wait max ms',
+      'S3P waits > 1 s',
+      'violations',
+    ],
+    rows,
+  );
+}
+
+export function render(r: Results, svgHref: string): { markdown: string; svg?: string } {
+  const c = r.meta.config;
+  const out: string[] = [];
+  out.push('# nestjs-redis-lock benchmark results', '');
+  out.push(
+    `Run ${r.meta.date} on ${r.meta.cpu}, ${r.meta.memoryGb} GB, ${r.meta.os}; Node ${r.meta.node}; ` +
+      `Redis ${r.meta.redis} (${r.meta.redisOwned ? 'private redis-server on loopback, no persistence' : 'external instance'}); ` +
+      `commit ${r.meta.commit}${r.meta.libDirty ? ' (lib/ modified)' : ''}; ${Math.round(r.meta.seconds)} s in total. ` +
+      `Load average (1/5/15 min) ${r.meta.loadAverage.join(' / ')} at the start, ${r.meta.loadAverageEnd.join(' / ')} at the end` +
+      (r.meta.loadAverage[0] > Number(/× (\d+)/.exec(r.meta.cpu)?.[1] ?? Infinity)
+        ? ' — the machine was shared with other work, so absolute numbers are noisy; compare rows within a table (runs are interleaved).'
+        : '.'),
+    '',
+  );
+  out.push(
+    `Versions: ${Object.entries(r.meta.versions)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}.`,
+    '',
+    `Medians over ${c.reps} interleaved repetitions (each repetition starts with a different library); ` +
+      `violations, waits over 1 s, give-ups and sections are summed over repetitions, wait max is the worst repetition.`,
+    '',
+  );
+
+  const summary = summaryTable(r);
+  if (summary) out.push('## Summary', '', summary, '');
+
+  const bar = evaluateBar(r);
+  if (bar.length > 0) {
+    out.push('## The bar (issue 5)', '');
+    out.push(
+      table(
+        ['Criterion', 'Bar', 'Measured', ''],
+        bar.map((b) => [b.criterion, b.bar, b.measured, verdict(b.pass)]),
+        [':--', ':--', ':--', ':--'],
+      ),
+      '',
+    );
+  }
+
+  if (r.s1) {
+    out.push(
+      `## S1 — sequential, uncontended (${n0(c.s1Ops)} × acquire + release of a fresh key)`,
+      '',
+    );
+    const raw = r.s1.raw?.median.opsPerSec ?? NaN;
+    out.push(
+      table(
+        [
+          'Library',
+          'ops/s',
+          'p50 µs',
+          'p99 µs',
+          'vs raw',
+          'client CPU µs/op',
+          'commands per op (MONITOR)',
+          'by command',
+        ],
+        r.contenders
+          .filter((x) => r.s1![x.id])
+          .map((x) => {
+            const s = r.s1![x.id];
+            return [
+              x.id === 'ours' ? `**${x.label}**` : x.label,
+              n0(s.median.opsPerSec),
+              n0(s.median.p50Us),
+              n0(s.median.p99Us),
+              `${f(s.median.opsPerSec / raw)}×`,
+              n0(s.median.cpuUsPerOp),
+              f(s.roundTrips.perOp),
+              Object.entries(s.roundTrips.byCommand)
+                .map(([k, v]) => `${k} ${f(v)}`)
+                .join(', '),
+            ];
+          }),
+      ),
+      '',
+      'Commands are those clients sent (each a round trip in a sequential loop); commands run inside Lua scripts are not counted. *Client CPU* = user + system CPU of the bench process per op (process.cpuUsage), the part a library controls. Peers run at defaults here: their retry settings play no part without contention.',
+      '',
+    );
+  }
+  if (r.s2) {
+    out.push(`## S2 — ${c.s2Loops} concurrent loops on distinct keys, ${c.s2Ms / 1000} s`, '');
+    const raw = r.s2.raw?.median.opsPerSec ?? NaN;
+    out.push(
+      table(
+        ['Library', 'ops/s', 'p50 µs', 'p99 µs', 'vs raw'],
+        r.contenders
+          .filter((x) => r.s2![x.id])
+          .map((x) => {
+            const s = r.s2![x.id].median;
+            return [
+              x.id === 'ours' ? `**${x.label}**` : x.label,
+              n0(s.opsPerSec),
+              n0(s.p50Us),
+              n0(s.p99Us),
+              `${f(s.opsPerSec / raw)}×`,
+            ];
+          }),
+      ),
+      '',
+    );
+  }
+  let svg: string | undefined;
+  if (r.s3) {
+    out.push(
+      `## S3 — one key, ${c.s3Workers} workers, ${c.criticalMs} ms critical section, ${c.s3Ms / 1000} s per run`,
+      '',
+      '*CS/s* critical sections per second; *cross-worker hand-offs* share of consecutive holders that differ; ' +
+        "*gap* = next holder's acquire resolved − previous holder's release resolved, cross-worker hand-offs only; *release* = release() called → resolved, p50; " +
+        '*wait* = acquire called → resolved (a library that gives up is asked again, the wait keeps counting); ' +
+        '*gave up* = rejections of acquire (summed); *fair* = fewest / most sections per worker; ' +
+        '*violations* = grants that resolved before the previous holder called release (machine-wide monotonic clock; must be 0). ' +
+        `Judge hand-off speed on the runs with the ${c.pauseMs} ms pause: without it the releasing worker usually re-takes its own lock.`,
+      '',
+    );
+    const sections: [string, 'procs' | 'inproc', number][] = [
+      [`S3P — 8 processes, ${c.pauseMs} ms pause after release`, 'procs', c.pauseMs],
+      ['S3P — 8 processes, no pause', 'procs', 0],
+      [`S3 — 8 workers in one process, ${c.pauseMs} ms pause after release`, 'inproc', c.pauseMs],
+      ['S3 — 8 workers in one process, no pause', 'inproc', 0],
+    ];
+    for (const [title, mode, pause] of sections) {
+      const cells = r.s3[mode]?.[String(pause)];
+      if (!cells) continue;
+      out.push(`### ${title}`, '', contendedTable(r, cells), '');
+    }
+    const panels: ChartPanel[] = [];
+    for (const pause of [c.pauseMs, 0]) {
+      const cells = r.s3.procs?.[String(pause)];
+      if (!cells) continue;
+      panels.push({
+        title: pause ? `${pause} ms pause after release` : 'no pause',
+        rows: r.contenders
+          .filter((x) => cells[x.id])
+          .map((x) => ({
+            label: x.label,
+            p50: cells[x.id].median.waitP50,
+            p99: cells[x.id].median.waitP99,
+            max: cells[x.id].median.waitMax,
+            ours: x.id === 'ours',
+          })),
+      });
+    }
+    if (panels.length > 0) {
+      svg = waitChartSvg(
+        'S3P: acquire wait, 8 processes contending for one key (log scale)',
+        `${r.meta.cpu}, Redis ${r.meta.redis}, Node ${r.meta.node}, ${r.meta.date.slice(0, 10)} — medians of ${c.reps} runs, max = worst run`,
+        panels,
+      );
+      out.push(`![S3P acquire wait per library](${svgHref})`, '');
+    }
+    const errors = r.contenders.flatMap((x) => {
+      const all = new Set<string>();
+      for (const byPause of Object.values(r.s3!))
+        for (const cells of Object.values(byPause))
+          for (const e of cells[x.id]?.errors ?? []) all.add(e);
+      return all.size
+        ? [
+            `- ${x.label}: ${[...all]
+              .slice(0, 2)
+              .map((e) => `\`${e.slice(0, 160)}\``)
+              .join('; ')}`,
+          ]
+        : [];
+    });
+    if (errors.length > 0) out.push('Why libraries gave up (first messages):', '', ...errors, '');
+  }
+  if (r.s5) {
+    const m = r.s5.median;
+    const handlerRtt = (m.seqPingsP50Us - m.seqPlainP50Us) / 2;
+    const row = (name: string, p50: number, cpu: number): string[] => [
+      name,
+      n0(p50),
+      n0(p50 - m.seqPlainP50Us),
+      f((p50 - m.seqPlainP50Us) / m.rttUs),
+      f((p50 - m.seqPlainP50Us) / handlerRtt),
+      n0(cpu),
+      n0(cpu - m.seqPlainCpuUs),
+    ];
+    out.push(
+      `## S5 — @Locked overhead on an HTTP route (Nest ${r.meta.versions['@nestjs/core']}, express, same process)`,
+      '',
+      `Four routes in one app return the same body: undecorated; two PINGs on the lock's connection inside the handler (what two round trips cost in a request); \`LockService\` acquire + release inside the handler; \`@Locked('bench:<id>')\`. A fresh id per request (uncontended); ${n0(c.s5Sequential)} sequential requests per route in interleaved blocks of 100 over keep-alive, then ${n0(c.s5Concurrent)} per route from 16 concurrent loops (undecorated vs @Locked). *PING RTT* = PING on the lock's connection in a tight loop (${n0(m.rttUs)} µs); *handler RTT* = half the latency the two PINGs add to a request (${n0(handlerRtt)} µs).`,
+      '',
+      table(
+        [
+          'Route (sequential)',
+          'p50 µs',
+          'added µs',
+          'added in PING RTT',
+          'added in handler RTT',
+          'CPU µs/request',
+          'added CPU µs',
+        ],
+        [
+          row('undecorated', m.seqPlainP50Us, m.seqPlainCpuUs),
+          row('2 × PING in the handler', m.seqPingsP50Us, m.seqPingsCpuUs),
+          row('LockService acquire + release in the handler', m.seqManualP50Us, m.seqManualCpuUs),
+          row("@Locked('bench:<id>')", m.seqLockedP50Us, m.seqLockedCpuUs),
+        ],
+      ),
+      '',
+      table(
+        ['16 concurrent loops', 'undecorated', '@Locked', 'added', 'added in PING RTT'],
+        [
+          [
+            'mean latency µs',
+            n0(m.concPlainMeanUs),
+            n0(m.concLockedMeanUs),
+            n0(m.concAddedMeanUs),
+            f(m.concAddedRtt),
+          ],
+          ['requests/s', n0(m.concPlainRps), n0(m.concLockedRps), '', ''],
+        ],
+      ),
+      '',
+      `\`LockService\` acquire + release in a tight loop on the same connection: ${n0(m.lockOpUs)} µs (${f(m.lockOpUs / m.rttUs)} PING RTT). CPU is this process's (HTTP client, Nest and lock together). Non-200 responses: ${m.non200}.`,
+      '',
+    );
+  }
+  if (r.s6) {
+    const cy = r.s6.cycles;
+    const h = r.s6.held;
+    out.push(
+      '## S6 — memory and renewal',
+      '',
+      `${n0(cy.cycles)} acquire/release cycles (${cy.concurrency} loops, 6,400 keys) in ${f(cy.seconds, 1)} s (${n0(cy.opsPerSec)} ops/s): heap after GC ${f(cy.heapBeforeMb)} → ${f(cy.heapAfterMb)} MB, ` +
+        `checkpoints every tenth: ${cy.heapCheckpointsMb.map((v) => f(v)).join(', ')} MB (slope ${f(cy.slopeKbPer100k, 0)} KB per 100k cycles); RSS ${n0(cy.rssBeforeMb)} → ${n0(cy.rssAfterMb)} MB.`,
+      '',
+      `${n0(h.locks)} locks held at once, ttl ${h.ttlMs} ms (renewal every ${h.ttlMs / 3} ms), for ${h.periods} renewal periods (${h.holdMs} ms): ` +
+        `acquired in ${f(h.acquireSeconds)} s, ${n0(h.heapPerLockBytes)} B of heap per held lock; ` +
+        `${n0(h.renewalCommands)} renewal commands (EVALSHA, INFO commandstats) = ${f(h.renewalsPerLockPerPeriod)} per lock per period, ` +
+        `in ${h.renewalBursts} bursts (INFO sampled every ${h.sampleMs} ms: ${h.burstSizes.map(n0).join(', ')}; renewal traffic in ${pct(h.renewalActiveShare)} of the samples); ` +
+        `timers: ${f(h.timersCreatedPerRenewal)} created per renewal, live (unref'ed included) median ${n0(h.liveTimersMedian)} / peak ${n0(h.liveTimersMax)}, ` +
+        `process.getActiveResourcesInfo() 'Timeout' median ${n0(h.activeTimeoutsMedian)} / peak ${n0(h.activeTimeoutsMax)}; ` +
+        `write syscalls while holding: ${n0(h.writeSyscalls)} (${f(h.writeSyscalls / h.renewalCommands)} per renewal); CPU while holding: ${n0(h.holdCpuPercent)}% of one core; ` +
+        `locks lost: ${n0(h.lost)}; released as still held: ${n0(h.releasedOk)} / ${n0(h.locks)}.`,
+      '',
+    );
+  }
+  out.push('## Settings used', '');
+  for (const x of r.contenders) out.push(`- **${x.label}** — ${x.settings}`);
+  out.push('');
+  return { markdown: out.join('\n'), svg };
+}
