@@ -7,7 +7,8 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 export interface ReleasePubSub {
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
-  onMessage(listener: (channel: string) => void): void;
+  /** `message` is the releasing token (or '1' for a forced release). */
+  onMessage(listener: (channel: string, message: string) => void): void;
   onError(listener: (error: Error) => void): void;
   close(): void;
 }

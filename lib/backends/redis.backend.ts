@@ -34,6 +34,8 @@ export class RedisBackend implements LockBackend {
 
   constructor(
     private readonly connection: RedisConnection,
+    /** Bound (ms) on QUIT at close: a silent link never answers it. */
+    private readonly closeTimeout: number,
     private readonly replicaAck?: ReplicaAckOptions,
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
@@ -87,7 +89,7 @@ export class RedisBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
-    if (this.connection.owned) await closeRedisClient(this.connection.client);
+    if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
   }
 
   /**

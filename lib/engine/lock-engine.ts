@@ -84,6 +84,7 @@ export class LockEngine implements LockOperations {
     const waiter: Waiter = await this.notifier.register(
       keys.channel,
       Math.min(this.options.commandTimeout, Math.max(0, deadline - monotonicNow())),
+      signal,
     );
     try {
       let busyFor = first;
@@ -118,7 +119,12 @@ export class LockEngine implements LockOperations {
   }
 
   releaseLease(lock: HeldLock): Promise<boolean> {
-    return this.bounded(this.backend.release(lock.redisKeys, lock.token), 'release');
+    return this.bounded(this.backend.release(lock.redisKeys, lock.token), 'release').then(
+      (deleted) => {
+        if (deleted) this.notifier.releasedLocally(lock.redisKeys.channel, lock.token);
+        return deleted;
+      },
+    );
   }
 
   untrack(lock: HeldLock): void {

@@ -51,7 +51,12 @@ export interface LockOperations {
 }
 
 export class HeldLock implements LockHandle {
-  private readonly controller = new AbortController();
+  /**
+   * Created on first read of `signal` only: an AbortSignal costs several µs, and most locks are
+   * released without anyone looking at theirs. `lostError` is the state; the signal mirrors it.
+   */
+  private controller?: AbortController;
+  private lostError?: LockLostError;
   private released?: Promise<boolean>;
   /** Current lease length in ms; `extend(ms)` changes it. */
   lease: number;
@@ -84,16 +89,25 @@ export class HeldLock implements LockHandle {
    */
   get signal(): AbortSignal {
     this.checkDeadline();
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostError) this.controller.abort(this.lostError);
+    }
     return this.controller.signal;
   }
 
   get isHeld(): boolean {
     this.checkDeadline();
-    return !this.released && !this.controller.signal.aborted;
+    return !this.released && !this.lostError;
+  }
+
+  /** The loss, if the lock was lost (without creating the signal). */
+  get lost(): LockLostError | undefined {
+    return this.lostError;
   }
 
   private checkDeadline(): void {
-    if (!this.released && !this.controller.signal.aborted && monotonicNow() > this.validUntil) {
+    if (!this.released && !this.lostError && monotonicNow() > this.validUntil) {
       this.lose('deadline');
     }
   }
@@ -106,10 +120,11 @@ export class HeldLock implements LockHandle {
 
   /** Marks the lock lost (once): aborts the signal, stops renewal, reports it. */
   lose(reason: LockLostReason): LockLostError {
-    if (this.controller.signal.aborted) return this.controller.signal.reason as LockLostError;
+    if (this.lostError) return this.lostError;
     const error = new LockLostError(this.key, reason);
+    this.lostError = error;
     this.operations.untrack(this);
-    this.controller.abort(error);
+    this.controller?.abort(error);
     this.operations.reportLost(this, error);
     if (reason === 'deadline' && !this.released) {
       // A renewal may still be queued (Redis out of reach): this compare-and-delete goes out on
@@ -123,7 +138,7 @@ export class HeldLock implements LockHandle {
   }
 
   async extend(ms: number = this.lease): Promise<void> {
-    if (this.controller.signal.aborted) throw this.controller.signal.reason;
+    if (this.lostError) throw this.lostError;
     if (this.released)
       throw new RedisLockError(`Lock "${this.key}" was released; acquire it again.`);
     if (!Number.isFinite(ms) || ms <= 0) {
@@ -146,7 +161,7 @@ export class HeldLock implements LockHandle {
   private async releaseOnce(): Promise<boolean> {
     // Stop renewal first: a renewal already sent reaches Redis before this DEL (same connection).
     this.operations.untrack(this);
-    const wasHeld = !this.controller.signal.aborted && monotonicNow() <= this.validUntil;
+    const wasHeld = !this.lostError && monotonicNow() <= this.validUntil;
     const deleted = await this.operations.releaseLease(this);
     if (!deleted) {
       this.lose('not-owner');

@@ -54,13 +54,16 @@ export class Waiter {
 interface Channel {
   readonly waiters: Set<Waiter>;
   readonly subscribed: Promise<unknown>;
+  /** Tokens of releases already handed to a local waiter: their messages wake nobody else. */
+  readonly handedOff: Set<string>;
 }
 
 /**
  * Wakes waiters when a lock is released, over ONE subscriber connection per process, shared by
  * all keys. A channel is subscribed while it has at least one local waiter. Each release message
  * wakes one local waiter (the longest-waiting idle one), so a hand-off costs one retry per process,
- * not one per waiter. A lost message only delays a waiter until its fallback timer.
+ * not one per waiter; a release in this process wakes its local waiter directly. A lost message
+ * only delays a waiter until its fallback timer.
  */
 export class ReleaseNotifier {
   private subscriber?: ReleasePubSub;
@@ -75,7 +78,7 @@ export class ReleaseNotifier {
    * Registers a waiter; resolves once the server confirmed the subscription, or after
    * `timeoutMs` (Redis out of reach) — the waiter then relies on its fallback timer.
    */
-  async register(channel: string, timeoutMs: number): Promise<Waiter> {
+  async register(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<Waiter> {
     const waiter = new Waiter(channel);
     let entry = this.channels.get(channel);
     if (!entry) {
@@ -85,16 +88,30 @@ export class ReleaseNotifier {
           // Not fatal: the waiter still retries on its fallback timer.
           this.logger.warn(`Could not subscribe to ${channel}: ${String(error)}`);
         });
-      entry = { waiters: new Set(), subscribed };
+      entry = { waiters: new Set(), subscribed, handedOff: new Set() };
       this.channels.set(channel, entry);
     }
     entry.waiters.add(waiter);
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      entry.subscribed,
-      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-    ]);
-    clearTimeout(timer);
+    let onAbort: (() => void) | undefined;
+    try {
+      await Promise.race([
+        entry.subscribed,
+        new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+        new Promise((_, reject) => {
+          onAbort = () => reject(signal?.reason);
+          if (signal?.aborted) onAbort();
+          else signal?.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } catch (error) {
+      // Cancelled while subscribing: leave at once, and let the channel go if we were its last.
+      this.unregister(waiter);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    }
     return waiter;
   }
 
@@ -121,25 +138,41 @@ export class ReleaseNotifier {
   private connection(): ReleasePubSub {
     if (!this.subscriber) {
       const subscriber = this.createSubscriber();
-      subscriber.onMessage((channel) => this.onMessage(channel));
+      subscriber.onMessage((channel, message) => this.onMessage(channel, message));
       subscriber.onError((error) => this.logger.warn(`Release subscriber: ${error.message}`));
       this.subscriber = subscriber;
     }
     return this.subscriber;
   }
 
-  private onMessage(channel: string): void {
+  /**
+   * A lock of this process was released: hand it to the longest-waiting local waiter now, without
+   * waiting for the message to come back from Redis — and before the releasing caller can take it
+   * again, which keeps waiters in one process first-come, first-served. The message of this
+   * release then wakes nobody else here.
+   */
+  releasedLocally(channel: string, token: string): void {
     const entry = this.channels.get(channel);
-    if (!entry) return;
+    if (entry && this.wakeOne(entry)) entry.handedOff.add(token);
+  }
+
+  private onMessage(channel: string, message: string): void {
+    const entry = this.channels.get(channel);
+    if (!entry || entry.handedOff.delete(message)) return;
+    this.wakeOne(entry);
+  }
+
+  /** Wakes the longest-waiting sleeping waiter, else makes the oldest one try again. */
+  private wakeOne(entry: Channel): boolean {
     let first: Waiter | undefined;
     for (const waiter of entry.waiters) {
       first ??= waiter;
       if (waiter.isSleeping) {
         waiter.notify();
-        return;
+        return true;
       }
     }
-    // Every waiter is mid-try: make the oldest try again instead of sleeping.
     first?.notify();
+    return first !== undefined;
   }
 }

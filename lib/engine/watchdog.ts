@@ -31,8 +31,9 @@ export class Watchdog {
   }
 
   remove(lock: HeldLock): void {
+    // The timer stays armed when the last lock goes: a tick with nothing to do is cheaper than
+    // clearing and re-arming a timer on every acquire/release cycle.
     this.locks.delete(lock);
-    if (this.locks.size === 0) this.disarm();
   }
 
   stop(): void {

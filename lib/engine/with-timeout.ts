@@ -6,12 +6,22 @@ import { RedisUnavailableError } from '../errors/redis-unavailable.error';
  * unreachable Redis turns every lock call into a hang.
  */
 export function withTimeout<T>(promise: Promise<T>, ms: number, operation: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
+  // One promise and one timer per command (no Promise.race/finally chain): this is on every
+  // acquire and release.
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
       () => reject(new RedisUnavailableError(messages.redisUnavailable(operation, ms))),
       ms,
     );
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -70,7 +70,10 @@ export function observeLocked<T>(
     let lock: HeldLock | undefined;
     let inner: Subscription | undefined;
     let closed = false;
-    const leave = new AbortController();
+    // Cancels a waiting acquire when the subscriber leaves; a fail-fast one (wait 0) needs none,
+    // and a grant that lands after the subscriber left is released below anyway.
+    const waits = (options.wait ?? locks.options.wait) > 0;
+    const leave = waits ? new AbortController() : undefined;
     const finish = async (error?: unknown, failed = false): Promise<void> => {
       const held = lock;
       lock = undefined;
@@ -82,7 +85,10 @@ export function observeLocked<T>(
       else subscriber.complete();
     };
 
-    const signal = options.signal ? AbortSignal.any([options.signal, leave.signal]) : leave.signal;
+    const signal =
+      options.signal && leave
+        ? AbortSignal.any([options.signal, leave.signal])
+        : (options.signal ?? leave?.signal);
     acquireOrSkip(locks, key, { ...options, signal }).then(
       (acquired) => {
         if (!acquired) return subscriber.complete();
@@ -107,7 +113,7 @@ export function observeLocked<T>(
 
     return () => {
       closed = true;
-      leave.abort();
+      leave?.abort();
       inner?.unsubscribe();
       const held = lock;
       lock = undefined;
@@ -153,8 +159,7 @@ async function settle(lock: HeldLock): Promise<LockLostError | undefined> {
   const protectedToTheEnd = lock.isHeld && monotonicNow() <= lock.validUntil;
   const released = await releaseQuietly(lock);
   if (protectedToTheEnd && released !== false) return undefined;
-  const reason: unknown = lock.signal.reason;
-  return reason instanceof LockLostError ? reason : new LockLostError(lock.key, 'deadline');
+  return lock.lost ?? new LockLostError(lock.key, 'deadline');
 }
 
 /**

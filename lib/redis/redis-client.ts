@@ -80,16 +80,25 @@ export function openRedisConnection(option: RedisConnectionOption): RedisConnect
   return { client: new Redis({ ...OWNED_CLIENT_DEFAULTS, ...option }), owned: true };
 }
 
-/** Closes a client: QUIT when it is connected (flushes pending replies), else disconnect at once. */
-export async function closeRedisClient(client: RedisClient): Promise<void> {
+/**
+ * Closes a client: QUIT when it is connected (flushes pending replies), else disconnect at once.
+ * QUIT is bounded by `timeoutMs`: a link that went silent (a partition) never answers it.
+ */
+export async function closeRedisClient(client: RedisClient, timeoutMs: number): Promise<void> {
   if (client.status === 'end') return;
   if (client.status !== 'ready') {
     client.disconnect();
     return;
   }
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await client.quit();
+    await Promise.race([
+      client.quit(),
+      new Promise((_, reject) => (timer = setTimeout(reject, timeoutMs))),
+    ]);
   } catch {
     client.disconnect();
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -12,7 +12,8 @@ export function createReleasePubSub(client: RedisClient): ReleasePubSub {
     return {
       subscribe: (channel) => subscriber.ssubscribe(channel),
       unsubscribe: (channel) => subscriber.sunsubscribe(channel),
-      onMessage: (listener) => subscriber.on('smessage', (channel: string) => listener(channel)),
+      onMessage: (listener) =>
+        subscriber.on('smessage', (channel: string, message: string) => listener(channel, message)),
       onError: (listener) => subscriber.on('error', listener),
       close: () => subscriber.disconnect(),
     };
@@ -21,7 +22,8 @@ export function createReleasePubSub(client: RedisClient): ReleasePubSub {
   return {
     subscribe: (channel) => subscriber.subscribe(channel),
     unsubscribe: (channel) => subscriber.unsubscribe(channel),
-    onMessage: (listener) => subscriber.on('message', (channel: string) => listener(channel)),
+    onMessage: (listener) =>
+      subscriber.on('message', (channel: string, message: string) => listener(channel, message)),
     onError: (listener) => subscriber.on('error', listener),
     close: () => subscriber.disconnect(),
   };

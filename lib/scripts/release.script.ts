@@ -12,8 +12,9 @@ export const releaseScript = new LuaScript(
   `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  -- Wake waiters at once instead of letting them sleep until their fallback timer.
-  redis.call(ARGV[2], KEYS[2], '1')
+  -- Wake waiters at once instead of letting them sleep until their fallback timer. The message is
+  -- our token, so our own process can tell the release it already handed off locally.
+  redis.call(ARGV[2], KEYS[2], ARGV[1])
   return 1
 end
 return 0
