@@ -213,6 +213,8 @@ class Connection {
   private readonly awaitingReply: { args: string[]; replyRule?: Rule }[] = [];
   private timer?: NodeJS.Timeout;
   private closed = false;
+  /** The server closed its side (e.g. after QUIT): end once its last replies are delivered. */
+  private serverGone = false;
 
   constructor(
     private readonly proxy: Proxy,
@@ -223,10 +225,12 @@ class Connection {
     upstream.setNoDelay(true);
     client.on('data', (chunk: Buffer) => this.fromClient(chunk));
     upstream.on('data', (chunk: Buffer) => this.fromServer(chunk));
-    for (const socket of [client, upstream]) {
-      socket.on('error', () => this.destroy());
-      socket.on('close', () => this.destroy());
-    }
+    for (const socket of [client, upstream]) socket.on('error', () => this.destroy());
+    client.on('close', () => this.destroy());
+    upstream.on('close', () => {
+      this.serverGone = true;
+      this.pump();
+    });
   }
 
   flush(): void {
@@ -282,6 +286,7 @@ class Connection {
     next = Math.min(next, this.drain(this.toServer, now, true));
     next = Math.min(next, this.drain(this.toClient, now, false));
     if (next < Infinity) this.timer = setTimeout(() => this.pump(), Math.max(0, next - now));
+    else if (this.serverGone && this.toClient.queue.length === 0) this.destroy();
   }
 
   /** Forwards due messages of one direction; returns when the next one is due (or Infinity). */

@@ -1,0 +1,114 @@
+/**
+ * Helpers shared by the fault suites: naming the Redis keys of a lock, recognising the lock's
+ * commands on the wire (for the TCP proxy), and recording what each scenario observed.
+ */
+import { appendFileSync } from 'node:fs';
+import type Redis from 'ioredis';
+import type { CommandMatcher } from '../support/tcp-proxy';
+import { now, sleep } from '../support/time';
+
+/**
+ * The Redis names of lock `key` under `prefix`, as the library lays them out (one hash tag), for
+ * the plain keys these suites use (no `{`, `}` or `%`, which the library encodes inside the tag).
+ */
+export function lockKeys(prefix: string, key: string) {
+  const lock = `${prefix}{${key}}`;
+  return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
+}
+
+const isScript = (args: string[]): boolean => args[0] === 'evalsha' || args[0] === 'eval';
+
+/**
+ * The library's scripts, told apart by their keys (no internal import): acquire names the fence
+ * counter, release the channel, extend only the lock key.
+ */
+export const lockCommand = {
+  acquire: (prefix: string, key: string): CommandMatcher => {
+    const { fence } = lockKeys(prefix, key);
+    return (args) => isScript(args) && args[2] === '2' && args[4] === fence;
+  },
+  release: (prefix: string, key: string): CommandMatcher => {
+    const { channel } = lockKeys(prefix, key);
+    return (args) => isScript(args) && args[2] === '2' && args[4] === channel && args.length === 7;
+  },
+  extend: (prefix: string, key: string): CommandMatcher => {
+    const { lock } = lockKeys(prefix, key);
+    return (args) => isScript(args) && args[2] === '1' && args[3] === lock;
+  },
+};
+
+/** Lease keys (not fence counters) under `prefix` right now, via SCAN. */
+export async function leaseKeysUnder(redis: Redis, prefix: string): Promise<string[]> {
+  const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    found.push(...keys.filter((key) => !key.endsWith(':fence')));
+    cursor = next;
+  } while (cursor !== '0');
+  return found.sort();
+}
+
+/**
+ * Polls the TTL of every lease key under `prefix` for `duration` ms and resolves the keys whose
+ * TTL went up between two polls (someone renewed them) and those still there at the end.
+ */
+export async function watchLeases(
+  redis: Redis,
+  prefix: string,
+  duration: number,
+  every = 20,
+): Promise<{ refreshed: string[]; remaining: string[] }> {
+  const last = new Map<string, number>();
+  const refreshed = new Set<string>();
+  const deadline = now() + duration;
+  let remaining: string[] = [];
+  do {
+    remaining = await leaseKeysUnder(redis, prefix);
+    for (const key of remaining) {
+      const pttl = await redis.pttl(key);
+      const previous = last.get(key);
+      if (previous !== undefined && pttl > previous) refreshed.add(key);
+      last.set(key, pttl);
+    }
+    await sleep(every);
+  } while (now() < deadline);
+  return { refreshed: [...refreshed], remaining };
+}
+
+/** Resolves what `promise` settled with, tagged, so a test can assert on either outcome. */
+export async function outcome<T>(
+  promise: Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  try {
+    return { ok: true, value: await promise };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** The `name` of an error (or `String(value)`), for readable assertions and observations. */
+export function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : String(error);
+}
+
+/** Nearest-rank percentile of `values` (sorted copy). */
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/**
+ * Records what a scenario observed (counts, times) for the README "Reliability" table: one JSON
+ * line per call, appended to the file named by FAULT_OBSERVATIONS; a no-op when it is unset.
+ */
+export function observe(scenario: string, facts: Record<string, unknown>): void {
+  const file = process.env.FAULT_OBSERVATIONS;
+  if (!file) return;
+  appendFileSync(file, `${JSON.stringify({ scenario, ...facts })}\n`);
+}
+
+/** Rounds ms for reports. */
+export const ms = (value: number): number => Math.round(value);
