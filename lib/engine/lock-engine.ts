@@ -101,6 +101,12 @@ export class LockEngine implements LockOperations {
         const jitter = Math.random() * this.options.retryJitter;
         await waiter.sleep(Math.min(busyFor + jitter, remaining), signal);
       }
+    } catch (error) {
+      // Leaving without the lock (cancelled, Redis out of reach): a wake-up this waiter may have
+      // taken is passed on, so the others do not sleep until their fallback while the lock is free.
+      this.notifier.unregister(waiter);
+      this.notifier.passOn(keys.channel);
+      throw error;
     } finally {
       this.notifier.unregister(waiter);
     }
@@ -119,10 +125,15 @@ export class LockEngine implements LockOperations {
   }
 
   releaseLease(lock: HeldLock): Promise<boolean> {
+    this.notifier.releaseSent(lock.token);
     return this.bounded(this.backend.release(lock.redisKeys, lock.token), 'release').then(
       (deleted) => {
-        if (deleted) this.notifier.releasedLocally(lock.redisKeys.channel, lock.token);
+        this.notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted);
         return deleted;
+      },
+      (error: unknown) => {
+        this.notifier.releaseAnswered(lock.redisKeys.channel, lock.token, false);
+        throw error;
       },
     );
   }
@@ -138,7 +149,16 @@ export class LockEngine implements LockOperations {
 
   reportLost(lock: HeldLock, error: LockLostError): void {
     this.logger.warn(error.message);
-    this.events.emit('lost', error, lock);
+    try {
+      this.events.emit('lost', error, lock);
+    } catch (listenerError) {
+      // A throwing listener must not stop the watchdog's tick (nor become an uncaught exception).
+      this.logger.error(`A 'lost' listener threw: ${String(listenerError)}`);
+    }
+  }
+
+  rescheduled(lock: HeldLock): void {
+    this.watchdog.reschedule(lock);
   }
 
   /** Stops renewal, releases what is still held (bounded), then closes what we opened. */
@@ -172,9 +192,16 @@ export class LockEngine implements LockOperations {
       throw error;
     }
     if (fence <= 0) return -fence;
+    if (this.closing) {
+      // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
+      void this.backend.release(keys, token).catch(() => undefined);
+      throw new RedisLockError(messages.shuttingDown());
+    }
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
+    lock.renews = request.renew;
     this.held.add(lock);
-    if (request.renew) this.watchdog.add(lock);
+    // Every held lock is watched: renewed when it renews, declared lost at its deadline either way.
+    this.watchdog.add(lock);
     return lock;
   }
 

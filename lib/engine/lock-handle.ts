@@ -48,6 +48,8 @@ export interface LockOperations {
   drift(ttl: number): number;
   /** Reports a loss (event + log); called exactly once per lost lock. */
   reportLost(lock: HeldLock, error: LockLostError): void;
+  /** The lease or its deadline changed (`extend`): the watchdog must look at it again. */
+  rescheduled(lock: HeldLock): void;
 }
 
 export class HeldLock implements LockHandle {
@@ -64,6 +66,8 @@ export class HeldLock implements LockHandle {
   /** Watchdog bookkeeping: when the next renewal is due, and whether one is in flight. */
   nextRenewAt: number;
   renewing = false;
+  /** False for `renew: false`: the watchdog only watches the deadline. */
+  renews = true;
 
   constructor(
     private readonly operations: LockOperations,
@@ -126,7 +130,7 @@ export class HeldLock implements LockHandle {
     this.operations.untrack(this);
     this.controller?.abort(error);
     this.operations.reportLost(this, error);
-    if (reason === 'deadline' && !this.released) {
+    if (reason === 'deadline' && this.renews && !this.released) {
       // A renewal may still be queued (Redis out of reach): this compare-and-delete goes out on
       // the same connection after it, so a healed link cannot leave our key alive for a lease.
       this.released = this.operations.releaseLease(this).then(
@@ -151,6 +155,7 @@ export class HeldLock implements LockHandle {
     // An explicit extension may shorten the lease, so take its deadline as is.
     this.validUntil = sentAt + ms - this.operations.drift(ms);
     this.nextRenewAt = sentAt + ms / 3;
+    this.operations.rescheduled(this);
   }
 
   release(): Promise<boolean> {

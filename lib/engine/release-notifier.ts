@@ -54,9 +54,10 @@ export class Waiter {
 interface Channel {
   readonly waiters: Set<Waiter>;
   readonly subscribed: Promise<unknown>;
-  /** Tokens of releases already handed to a local waiter: their messages wake nobody else. */
-  readonly handedOff: Set<string>;
 }
+
+/** Own releases remembered at most (oldest forgotten first): bounds the map if messages are lost. */
+const MAX_OWN_RELEASES = 10_000;
 
 /**
  * Wakes waiters when a lock is released, over ONE subscriber connection per process, shared by
@@ -67,7 +68,14 @@ interface Channel {
  */
 export class ReleaseNotifier {
   private subscriber?: ReleasePubSub;
+  private closed = false;
   private readonly channels = new Map<string, Channel>();
+  /**
+   * Releases by this process, by token: true once their hand-off woke a local waiter. A release is
+   * seen twice here, by its reply and by its message, in either order; the first wakes one local
+   * waiter, the second only forgets the token.
+   */
+  private readonly ownReleases = new Map<string, boolean>();
 
   constructor(
     private readonly createSubscriber: () => ReleasePubSub,
@@ -81,14 +89,18 @@ export class ReleaseNotifier {
   async register(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<Waiter> {
     const waiter = new Waiter(channel);
     let entry = this.channels.get(channel);
-    if (!entry) {
+    if (!entry && this.closed) {
+      // Shutting down: no new subscriber connection; the waiter relies on its fallback timer.
+      entry = { waiters: new Set(), subscribed: Promise.resolve() };
+      this.channels.set(channel, entry);
+    } else if (!entry) {
       const subscribed = this.connection()
         .subscribe(channel)
         .catch((error: unknown) => {
           // Not fatal: the waiter still retries on its fallback timer.
           this.logger.warn(`Could not subscribe to ${channel}: ${String(error)}`);
         });
-      entry = { waiters: new Set(), subscribed, handedOff: new Set() };
+      entry = { waiters: new Set(), subscribed };
       this.channels.set(channel, entry);
     }
     entry.waiters.add(waiter);
@@ -128,6 +140,7 @@ export class ReleaseNotifier {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const subscriber = this.subscriber;
     this.subscriber = undefined;
     this.channels.clear();
@@ -145,21 +158,45 @@ export class ReleaseNotifier {
     return this.subscriber;
   }
 
+  /** This process is about to release the lock held by `token`. */
+  releaseSent(token: string): void {
+    if (this.ownReleases.size >= MAX_OWN_RELEASES) {
+      this.ownReleases.delete(this.ownReleases.keys().next().value as string);
+    }
+    this.ownReleases.set(token, false);
+  }
+
   /**
-   * A lock of this process was released: hand it to the longest-waiting local waiter now, without
-   * waiting for the message to come back from Redis — and before the releasing caller can take it
-   * again, which keeps waiters in one process first-come, first-served. The message of this
-   * release then wakes nobody else here.
+   * The release by `token` answered. If it deleted the lock, hand it to the longest-waiting local
+   * waiter now — before the releasing caller can take it again, which keeps waiters in one process
+   * first-come, first-served — unless its message already did.
    */
-  releasedLocally(channel: string, token: string): void {
+  releaseAnswered(channel: string, token: string, deleted: boolean): void {
+    const woken = this.ownReleases.get(token);
+    if (!deleted || woken) {
+      this.ownReleases.delete(token);
+      return;
+    }
     const entry = this.channels.get(channel);
-    if (entry && this.wakeOne(entry)) entry.handedOff.add(token);
+    if (entry && this.wakeOne(entry)) this.ownReleases.set(token, true);
+    else this.ownReleases.delete(token);
+  }
+
+  /** Wakes one more waiter on `channel` (a woken waiter left without trying). */
+  passOn(channel: string): void {
+    const entry = this.channels.get(channel);
+    if (entry) this.wakeOne(entry);
   }
 
   private onMessage(channel: string, message: string): void {
+    const own = this.ownReleases.get(message);
+    if (own === true) {
+      this.ownReleases.delete(message); // the reply already handed it off here
+      return;
+    }
+    if (own === false) this.ownReleases.set(message, true); // first news of our own release
     const entry = this.channels.get(channel);
-    if (!entry || entry.handedOff.delete(message)) return;
-    this.wakeOne(entry);
+    if (entry) this.wakeOne(entry);
   }
 
   /** Wakes the longest-waiting sleeping waiter, else makes the oldest one try again. */

@@ -25,9 +25,15 @@ export class Watchdog {
     return this.locks.size;
   }
 
+  /** Watches `lock`: renews it when due (unless `renews` is false) and declares it lost at its deadline. */
   add(lock: HeldLock): void {
     this.locks.add(lock);
-    this.armFor(Math.min(lock.nextRenewAt, lock.validUntil));
+    this.armFor(nextDue(lock));
+  }
+
+  /** The lock's lease changed (`extend`): make sure the timer comes in time for it. */
+  reschedule(lock: HeldLock): void {
+    if (this.locks.has(lock)) this.armFor(nextDue(lock));
   }
 
   remove(lock: HeldLock): void {
@@ -63,7 +69,7 @@ export class Watchdog {
     for (const lock of this.locks) {
       if (now >= lock.validUntil) {
         lock.lose('deadline');
-      } else if (!lock.renewing && lock.nextRenewAt - lock.lease / 6 <= now) {
+      } else if (lock.renews && !lock.renewing && lock.nextRenewAt - lock.lease / 6 <= now) {
         // Due within the batch window (a sixth of the lease): renew now, together with the rest.
         this.renewOne(lock);
       }
@@ -83,8 +89,10 @@ export class Watchdog {
           lock.lose('not-owner');
           return;
         }
+        // An extend() since this renewal was sent set the lease (and Redis' TTL) itself.
+        if (lock.lease !== lease) return;
         lock.renewed(sentAt, lease);
-        this.armFor(Math.min(lock.nextRenewAt, lock.validUntil));
+        this.armFor(nextDue(lock));
       },
       (error: unknown) => {
         lock.renewing = false;
@@ -92,7 +100,7 @@ export class Watchdog {
         // Keep trying until the local deadline; the deadline timer declares the loss.
         this.logger.warn(`Renewing lock "${lock.key}" failed: ${String(error)}; retrying.`);
         lock.nextRenewAt = monotonicNow() + Math.min(lock.lease / 10, 1_000);
-        this.armFor(Math.min(lock.nextRenewAt, lock.validUntil));
+        this.armFor(nextDue(lock));
       },
     );
   }
@@ -100,11 +108,13 @@ export class Watchdog {
   private rearm(): void {
     let next = Infinity;
     for (const lock of this.locks) {
-      next = Math.min(
-        next,
-        lock.renewing ? lock.validUntil : Math.min(lock.nextRenewAt, lock.validUntil),
-      );
+      next = Math.min(next, lock.renewing ? lock.validUntil : nextDue(lock));
     }
     if (next < Infinity) this.armFor(next);
   }
+}
+
+/** When the watchdog must next look at `lock`: its renewal (if it renews) or its deadline. */
+function nextDue(lock: HeldLock): number {
+  return lock.renews ? Math.min(lock.nextRenewAt, lock.validUntil) : lock.validUntil;
 }

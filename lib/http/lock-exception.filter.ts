@@ -7,6 +7,7 @@ import {
   type ExceptionFilter,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { throwError, type Observable } from 'rxjs';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
@@ -25,7 +26,7 @@ import { toLockHttpException } from './lock-http-exception';
  * ```ts
  * providers: [{ provide: APP_FILTER, useClass: LockExceptionFilter }]
  * ```
- * Other transports (RPC, WebSocket) get the error rethrown, for their own filters.
+ * Register it on HTTP apps: an RPC call gets the lock error back as its error, unchanged.
  */
 @Catch(LockNotAcquiredError, LockKeyError, LockLostError, RedisUnavailableError)
 @Injectable()
@@ -35,7 +36,9 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
     @Optional() private readonly locks?: LockService,
   ) {}
 
-  catch(error: LockFailure, host: ArgumentsHost): void {
+  catch(error: LockFailure, host: ArgumentsHost): Observable<never> | void {
+    // Microservices expect an Observable error from a filter; gateways have their own filters.
+    if (host.getType() === 'rpc') return throwError(() => error);
     if (host.getType() !== 'http') throw error;
     const options = this.locks?.options ?? resolveOptions();
     const mapped = toLockHttpException(error, host, options);

@@ -1,0 +1,62 @@
+/**
+ * The lease after acquire: a shortened `extend()` is renewed at its new length, a fixed lease
+ * (`renew: false`) that runs out is reported without anyone reading its signal, and a throwing
+ * `'lost'` listener does not stop the watchdog.
+ */
+import Redis from 'ioredis';
+import { LockLostError } from 'nestjs-redis-lock';
+import { lockServices, redisKeyOf } from './support/lock-services';
+import { deleteKeys, SHARED_REDIS_URL } from './support/shared-redis';
+import { sleep, waitFor } from './support/time';
+import { uniquePrefix } from './support/unique-prefix';
+
+const prefix = uniquePrefix('lease-lifecycle');
+const services = lockServices({ redis: SHARED_REDIS_URL, prefix });
+const redis = new Redis(SHARED_REDIS_URL);
+
+afterAll(async () => {
+  await services.closeAll();
+  await deleteKeys(redis, prefix);
+  redis.disconnect();
+});
+
+it('renews a lease shortened by extend() at its new length, so nobody else gets in', async () => {
+  const lock = await services.create().acquire('shortened', { ttl: 30_000 });
+  await lock.extend(600);
+  expect(await redis.pttl(redisKeyOf(prefix, 'shortened'))).toBeLessThanOrEqual(600);
+  const other = services.create();
+  for (let i = 0; i < 8; i++) {
+    await sleep(200); // 1.6 s in all: without renewal the 600 ms lease would have run out
+    expect(await other.tryAcquire('shortened')).toBeNull();
+  }
+  expect(lock.isHeld).toBe(true);
+  expect(await lock.release()).toBe(true);
+});
+
+it('reports a fixed lease (renew: false) that ran out before its release, unasked', async () => {
+  const locks = services.create();
+  const lost: LockLostError[] = [];
+  locks.on('lost', (error) => lost.push(error));
+  const lock = await locks.acquire('fixed', { ttl: 200, renew: false });
+  let aborted = false;
+  lock.signal.addEventListener('abort', () => (aborted = true));
+  await waitFor(() => lost.length === 1, 2_000); // nobody reads the signal meanwhile
+  expect(aborted).toBe(true);
+  expect(lost[0].reason).toBe('deadline');
+  expect(await lock.release()).toBe(false);
+});
+
+it("keeps renewing the other locks when a 'lost' listener throws", async () => {
+  const locks = services.create({ ttl: 300 });
+  locks.on('lost', () => {
+    throw new Error('listener bug');
+  });
+  const kept = await locks.acquire('kept');
+  const doomed = await locks.acquire('doomed');
+  await services.create().forceRelease('doomed'); // found at the next renewal
+  await waitFor(() => doomed.signal.aborted, 2_000);
+  await sleep(700); // more than two lease periods of the kept lock
+  expect(kept.isHeld).toBe(true);
+  expect(await redis.get(redisKeyOf(prefix, 'kept'))).toBe(kept.token);
+  expect(await kept.release()).toBe(true);
+});
