@@ -3,21 +3,10 @@
  * waiters at once, and the evicted holder finds out at its next renewal (signal aborts).
  */
 import { LockLostError } from 'nestjs-redis-lock';
-import { lockServices, redisKeyOf } from './support/lock-services';
-import { deleteKeys, redisClient, SHARED_REDIS_URL } from './support/shared-redis';
 import { now, sleep } from './support/time';
-import { uniquePrefix } from './support/unique-prefix';
+import { onSharedRedis } from './support/lock-services';
 
-const prefix = uniquePrefix('admin');
-const redis = redisClient();
-const services = lockServices({ redis: SHARED_REDIS_URL, prefix });
-const keyOf = (key: string): string => redisKeyOf(prefix, key);
-
-afterAll(async () => {
-  await services.closeAll();
-  await deleteKeys(redis, prefix);
-  await redis.quit();
-});
+const { redis, services, keyOf } = onSharedRedis('admin');
 
 describe('isLocked', () => {
   it('tells whether anyone holds a key right now', async () => {

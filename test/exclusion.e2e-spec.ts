@@ -2,23 +2,13 @@
  * Exclusion, no deadlock, and "only the owner releases" (DESIGN §2), against the shared Redis.
  */
 import { LockLostError, LockNotAcquiredError, type LockHandle } from 'nestjs-redis-lock';
-import { lockServices, redisKeyOf } from './support/lock-services';
 import { killAllWorkers, spawnWorker } from './support/processes';
-import { deleteKeys, redisClient, SHARED_REDIS_URL } from './support/shared-redis';
 import { now, sleep, waitFor } from './support/time';
-import { uniquePrefix } from './support/unique-prefix';
+import { onSharedRedis } from './support/lock-services';
+import { SHARED_REDIS_URL } from './support/shared-redis';
 
-const prefix = uniquePrefix('exclusion');
-const redis = redisClient();
-const services = lockServices({ redis: SHARED_REDIS_URL, prefix });
-const keyOf = (key: string): string => redisKeyOf(prefix, key);
-
-afterAll(async () => {
-  await killAllWorkers();
-  await services.closeAll();
-  await deleteKeys(redis, prefix);
-  await redis.quit();
-});
+const { prefix, redis, services, keyOf } = onSharedRedis('exclusion');
+afterAll(() => killAllWorkers()); // also those of a test that failed midway
 
 describe('mutual exclusion', () => {
   it('grants a key to one holder at a time', async () => {

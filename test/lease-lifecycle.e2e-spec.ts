@@ -3,27 +3,16 @@
  * (`renew: false`) that runs out is reported without anyone reading its signal, and a throwing
  * `'lost'` listener does not stop the watchdog.
  */
-import Redis from 'ioredis';
 import { LockLostError } from 'nestjs-redis-lock';
-import { lockServices, redisKeyOf } from './support/lock-services';
-import { deleteKeys, SHARED_REDIS_URL } from './support/shared-redis';
 import { sleep, waitFor } from './support/time';
-import { uniquePrefix } from './support/unique-prefix';
+import { onSharedRedis } from './support/lock-services';
 
-const prefix = uniquePrefix('lease-lifecycle');
-const services = lockServices({ redis: SHARED_REDIS_URL, prefix });
-const redis = new Redis(SHARED_REDIS_URL);
-
-afterAll(async () => {
-  await services.closeAll();
-  await deleteKeys(redis, prefix);
-  redis.disconnect();
-});
+const { redis, services, keyOf } = onSharedRedis('lease-lifecycle');
 
 it('renews a lease shortened by extend() at its new length, so nobody else gets in', async () => {
   const lock = await services.create().acquire('shortened', { ttl: 30_000 });
   await lock.extend(600);
-  expect(await redis.pttl(redisKeyOf(prefix, 'shortened'))).toBeLessThanOrEqual(600);
+  expect(await redis.pttl(keyOf('shortened'))).toBeLessThanOrEqual(600);
   const other = services.create();
   for (let i = 0; i < 8; i++) {
     await sleep(200); // 1.6 s in all: without renewal the 600 ms lease would have run out
@@ -57,6 +46,6 @@ it("keeps renewing the other locks when a 'lost' listener throws", async () => {
   await waitFor(() => doomed.signal.aborted, 2_000);
   await sleep(700); // more than two lease periods of the kept lock
   expect(kept.isHeld).toBe(true);
-  expect(await redis.get(redisKeyOf(prefix, 'kept'))).toBe(kept.token);
+  expect(await redis.get(keyOf('kept'))).toBe(kept.token);
   expect(await kept.release()).toBe(true);
 });

@@ -4,22 +4,11 @@
  */
 import Redis from 'ioredis';
 import { LockNotAcquiredError, RedisUnavailableError, type LockHandle } from 'nestjs-redis-lock';
-import { lockServices, redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
-import { deleteKeys, redisClient, SHARED_REDIS_URL } from './support/shared-redis';
 import { now, sleep, waitFor } from './support/time';
-import { uniquePrefix } from './support/unique-prefix';
+import { lockServices, onSharedRedis, redisKeyOf } from './support/lock-services';
 
-const prefix = uniquePrefix('waiting');
-const redis = redisClient();
-const services = lockServices({ redis: SHARED_REDIS_URL, prefix });
-const keyOf = (key: string): string => redisKeyOf(prefix, key);
-
-afterAll(async () => {
-  await services.closeAll();
-  await deleteKeys(redis, prefix);
-  await redis.quit();
-});
+const { redis, services, keyOf } = onSharedRedis('waiting');
 
 describe('waiting for a busy lock', () => {
   it('hands the lock to a waiter as soon as the holder releases, long before its lease ends', async () => {

@@ -1,4 +1,6 @@
 import { LockService, type RedisLockModuleOptions } from 'nestjs-redis-lock';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from './shared-redis';
+import { uniquePrefix } from './unique-prefix';
 
 /**
  * Creates standalone LockServices sharing defaults (the Redis and the test file's prefix) and
@@ -21,4 +23,21 @@ export function lockServices(defaults: RedisLockModuleOptions) {
 /** The Redis key holding a lock's owner token: `<prefix>{<key>}` (see the `prefix` option). */
 export function redisKeyOf(prefix: string, key: string): string {
   return `${prefix}{${key}}`;
+}
+
+/**
+ * A suite on the shared Redis: its own key prefix, a plain client for assertions and
+ * LockServices on that prefix. Registers the clean-up in `afterAll`: services closed, then every
+ * key under the prefix deleted (never a flush).
+ */
+export function onSharedRedis(name: string) {
+  const prefix = uniquePrefix(name);
+  const redis = redisClient();
+  const services = lockServices({ redis: SHARED_REDIS_URL, prefix });
+  afterAll(async () => {
+    await services.closeAll();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+  return { prefix, redis, services, keyOf: (key: string): string => redisKeyOf(prefix, key) };
 }
