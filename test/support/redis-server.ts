@@ -9,6 +9,8 @@ export interface StartRedisOptions {
   port?: number;
   /** Extra `redis-server` arguments, e.g. `['--maxmemory', '10mb']`. */
   args?: string[];
+  /** Arguments before the harness's own, e.g. a config file and `'--sentinel'`. */
+  leadingArgs?: string[];
   /** How long to wait for the first PONG, in ms. @default 10000 */
   startTimeout?: number;
 }
@@ -46,6 +48,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     options.port ?? (await freePort()),
     options.args ?? [],
     options.startTimeout ?? 10_000,
+    options.leadingArgs ?? [],
   );
   servers.add(server);
   await server.start();
@@ -68,6 +71,7 @@ class RedisServerProcess implements RedisServer {
     readonly port: number,
     private readonly args: string[],
     private readonly startTimeout: number,
+    private readonly leadingArgs: string[],
   ) {}
 
   get url(): string {
@@ -86,6 +90,7 @@ class RedisServerProcess implements RedisServer {
   async start(): Promise<void> {
     if (this.child) throw new Error(`redis-server on port ${this.port} is already running`);
     const args = [
+      ...this.leadingArgs,
       ...['--port', String(this.port), '--bind', '127.0.0.1'],
       ...['--save', '', '--appendonly', 'no'],
       ...this.args,

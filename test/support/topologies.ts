@@ -1,14 +1,12 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { type RedisOptions } from 'ioredis';
 import { freePort } from './free-port';
-import { ping, startRedis, type RedisServer } from './redis-server';
+import { startRedis, type RedisServer } from './redis-server';
 import { sleep, waitFor } from './time';
-import { signalPid, trackPid, untrackPid } from './tracked-pids';
 
 /**
  * Multi-process Redis topologies for the scale-out suites: a Redis Cluster (primaries + replicas),
@@ -374,13 +372,8 @@ export async function startCluster(
 // Sentinel
 // ---------------------------------------------------------------------------------------------
 
-/** A `redis-server <conf> --sentinel` process. */
-export interface SentinelServer {
-  readonly port: number;
-  readonly running: boolean;
-  stop(): Promise<void>;
-  kill(): Promise<void>;
-}
+/** A `redis-server <conf> --sentinel` process, started and stopped by the same harness. */
+export type SentinelServer = RedisServer;
 
 export interface StartSentinelOptions {
   /** Master name the sentinels monitor. @default 'mymaster' */
@@ -412,64 +405,6 @@ export interface SentinelTopology {
    */
   waitForPrimary(server: RedisServer, timeout?: number): Promise<void>;
   stop(): Promise<void>;
-}
-
-class SentinelProcess implements SentinelServer {
-  private child?: ChildProcess;
-  private exited?: Promise<void>;
-
-  constructor(
-    readonly port: number,
-    private readonly configFile: string,
-  ) {}
-
-  get running(): boolean {
-    return this.child !== undefined;
-  }
-
-  async start(): Promise<void> {
-    const child = spawn('redis-server', [this.configFile, '--sentinel'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await once(child, 'spawn');
-    const pid = child.pid!;
-    trackPid(pid);
-    this.child = child;
-    this.exited = new Promise<void>((resolve) => {
-      child.once('exit', () => {
-        untrackPid(pid);
-        if (this.child === child) this.child = undefined;
-        resolve();
-      });
-    });
-    const deadline = performance.now() + 10_000;
-    while (!(await ping(this.port, 500))) {
-      if (this.child !== child || performance.now() > deadline) {
-        await this.kill();
-        throw new Error(`sentinel on port ${this.port} did not start:\n${output}`);
-      }
-      await sleep(20);
-    }
-  }
-
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child) return;
-    signalPid(child.pid!, 'SIGTERM');
-    const timer = setTimeout(() => signalPid(child.pid!, 'SIGKILL'), 5_000);
-    await this.exited;
-    clearTimeout(timer);
-  }
-
-  async kill(): Promise<void> {
-    const child = this.child;
-    if (!child) return;
-    signalPid(child.pid!, 'SIGKILL');
-    await this.exited;
-  }
 }
 
 /**
@@ -510,7 +445,7 @@ export async function startSentinelTopology(
 
     const ids = Array.from({ length: count }, () => randomBytes(20).toString('hex'));
     const ports = await Promise.all(ids.map(() => uniqueFreePort()));
-    const sentinels = ports.map((port, index) => {
+    const starting = ports.map((port, index) => {
       const file = join(dir, `sentinel-${port}.conf`);
       const peers = ports
         .map((peerPort, peer) => ({ peerPort, peer }))
@@ -535,9 +470,9 @@ export async function startSentinelTopology(
           '',
         ].join('\n'),
       );
-      return new SentinelProcess(port, file);
+      return startRedis({ port, leadingArgs: [file, '--sentinel'] });
     });
-    await Promise.all(sentinels.map((sentinel) => sentinel.start()));
+    const sentinels = await Promise.all(starting);
     started.push(...sentinels);
 
     // Ready when every sentinel sees the primary, the replica and the other sentinels.
