@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type AddressInfo } from 'node:net';
 import Redis from 'ioredis';
+import { freePort } from '../../test/support/free-port';
 
 /** The Redis the bench runs against: its own `redis-server`, or an external one (BENCH_REDIS_URL). */
 export interface BenchRedis {
@@ -10,18 +10,6 @@ export interface BenchRedis {
   readonly owned: boolean;
   readonly version: string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function ping(url: string, timeoutMs: number): Promise<string> {
