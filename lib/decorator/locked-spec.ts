@@ -65,7 +65,7 @@ export function getLockedSpec(method: unknown): LockedSpec | undefined {
  * argument index), so a typo fails the app's start rather than a request.
  */
 export function assertProviderPlaceholders(spec: LockedSpec): void {
-  if (!spec.template) return;
+  if (!spec.template || checkedAgainstParams.has(spec)) return;
   for (const placeholder of spec.template.placeholders) {
     const root = placeholder.path[0];
     if (/^\d+$/.test(root)) continue;
@@ -81,7 +81,11 @@ export function assertProviderPlaceholders(spec: LockedSpec): void {
       );
     }
   }
+  checkedAgainstParams.add(spec);
 }
+
+/** Specs whose placeholders were checked already (at bootstrap, or on a first call). */
+const checkedAgainstParams = new WeakSet<LockedSpec>();
 
 /** `(...args)` alone is what a wrapping decorator's function looks like: the real names are hidden. */
 function looksWrapped(params: ReadonlyMap<string, ParamBinding>): boolean {
@@ -93,7 +97,7 @@ function looksWrapped(params: ReadonlyMap<string, ParamBinding>): boolean {
 export function keyFromArguments(spec: LockedSpec, args: unknown[]): string {
   if (spec.keyFactory)
     return checkFactoryKey(spec, (spec.keyFactory as (...a: unknown[]) => unknown)(...args));
-  assertProviderPlaceholders(spec);
+  assertProviderPlaceholders(spec); // once per method: a plain `new`ed instance skipped bootstrap
   return renderKeyTemplate(spec.template!, (placeholder) => argumentValue(spec, args, placeholder));
 }
 
