@@ -28,6 +28,7 @@ export {
   LockKeyError,
   LockLostError,
   LockNotAcquiredError,
+  RedisCommandError,
   RedisLockConfigError,
   RedisLockError,
   RedisUnavailableError,

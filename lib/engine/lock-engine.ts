@@ -3,9 +3,11 @@ import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow, newToken } from './clock';
@@ -113,20 +115,24 @@ export class LockEngine implements LockOperations {
   }
 
   async isLocked(key: string): Promise<boolean> {
-    return this.bounded(this.backend.isLocked(this.keysOf(key)), 'EXISTS');
+    return this.bounded(this.backend.isLocked(this.keysOf(key)), 'EXISTS', key);
   }
 
   async forceRelease(key: string): Promise<boolean> {
-    return this.bounded(this.backend.forceRelease(this.keysOf(key)), 'force-release');
+    return this.bounded(this.backend.forceRelease(this.keysOf(key)), 'force-release', key);
   }
 
   extendLease(lock: HeldLock, ms: number): Promise<boolean> {
-    return this.bounded(this.backend.extend(lock.redisKeys, lock.token, Math.ceil(ms)), 'extend');
+    return this.bounded(
+      this.backend.extend(lock.redisKeys, lock.token, Math.ceil(ms)),
+      'extend',
+      lock.key,
+    );
   }
 
   releaseLease(lock: HeldLock): Promise<boolean> {
     this.notifier.releaseSent(lock.token);
-    return this.bounded(this.backend.release(lock.redisKeys, lock.token), 'release').then(
+    return this.bounded(this.backend.release(lock.redisKeys, lock.token), 'release', lock.key).then(
       (deleted) => {
         this.notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted);
         return deleted;
@@ -180,7 +186,7 @@ export class LockEngine implements LockOperations {
     const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl));
     let fence: number;
     try {
-      fence = await raceAbort(this.bounded(sent, 'acquire'), request.signal);
+      fence = await raceAbort(this.bounded(sent, 'acquire', request.key), request.signal);
     } catch (error) {
       // Timed out or cancelled while the server may still grant it: free that grant when it lands.
       sent.then(
@@ -205,9 +211,14 @@ export class LockEngine implements LockOperations {
     return lock;
   }
 
-  private bounded<T>(command: Promise<T>, operation: string): Promise<T> {
+  private bounded<T>(command: Promise<T>, operation: string, key: string): Promise<T> {
     return withTimeout(command, this.options.commandTimeout, operation).catch((error: unknown) => {
       if (error instanceof RedisLockError) throw error;
+      const code = finalReplyErrorCode(error);
+      if (code !== undefined) {
+        const message = messages.commandRefused(operation, key, (error as Error).message, code);
+        throw new RedisCommandError(message, code, { cause: error });
+      }
       throw new RedisUnavailableError(
         `Redis ${operation} failed: ${error instanceof Error ? error.message : String(error)}`,
         { cause: error },

@@ -4,3 +4,4 @@ export { LockLostError, type LockLostReason } from './lock-lost.error';
 export { LockKeyError } from './lock-key.error';
 export { RedisLockConfigError } from './redis-lock-config.error';
 export { RedisUnavailableError } from './redis-unavailable.error';
+export { RedisCommandError } from './redis-command.error';

@@ -43,6 +43,17 @@ export const messages = {
   redisUnavailable: (operation: string, ms: number) =>
     `Redis did not answer ${operation} within ${ms} ms. Check that Redis is running and that ` +
     'the `redis` option (REDIS_URL) points at it; raise `commandTimeout` for a slow link.',
+  commandRefused: (operation: string, key: string, reply: string, code: string) =>
+    `Redis refused ${operation} of lock "${key}": ${reply}. ` +
+    (code === 'WRONGTYPE'
+      ? "Something else stores a value under the lock's key: give the locks a namespace of " +
+        'their own with the `prefix` option.'
+      : code === 'NOPERM'
+        ? "The Redis user may not run the lock's commands: allow EVAL, EVALSHA, PUBLISH, " +
+          'SUBSCRIBE, EXISTS and PTTL on the lock prefix in its ACL.'
+        : code === 'OOM'
+          ? 'Redis is out of memory under a `noeviction` policy: free memory or raise `maxmemory`.'
+          : 'Retrying will not help; check the Redis server version and configuration.'),
   releaseUnknown: (key: string) =>
     `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
     'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',

@@ -11,6 +11,7 @@ import { throwError, type Observable } from 'rxjs';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { LockService } from '../lock.service';
 import type { LockFailure } from '../module/redis-lock-options';
@@ -28,7 +29,7 @@ import { toLockHttpException } from './lock-http-exception';
  * ```
  * Register it on HTTP apps: an RPC call gets the lock error back as its error, unchanged.
  */
-@Catch(LockNotAcquiredError, LockKeyError, LockLostError, RedisUnavailableError)
+@Catch(LockNotAcquiredError, LockKeyError, LockLostError, RedisUnavailableError, RedisCommandError)
 @Injectable()
 export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
   constructor(

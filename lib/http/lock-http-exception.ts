@@ -1,12 +1,14 @@
 import {
   BadRequestException,
   HttpException,
+  InternalServerErrorException,
   ServiceUnavailableException,
   type ArgumentsHost,
 } from '@nestjs/common';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
 
@@ -22,14 +24,15 @@ export function isLockFailure(error: unknown): error is LockFailure {
     error instanceof LockNotAcquiredError ||
     error instanceof LockKeyError ||
     error instanceof LockLostError ||
-    error instanceof RedisUnavailableError
+    error instanceof RedisUnavailableError ||
+    error instanceof RedisCommandError
   );
 }
 
 /**
  * The HTTP answer to a lock failure: `Retry-After` on every busy answer, then the module's
  * `exceptionFactory` when set, else 409 (`busyStatus`) with a JSON body naming the resource, 400
- * for a bad key, 503 for a lost lock or an unreachable Redis.
+ * for a bad key, 500 when Redis refuses the command, 503 for a lost lock or an unreachable Redis.
  */
 export function toLockHttpException(
   error: LockFailure,
@@ -56,6 +59,9 @@ export function toLockHttpException(
   }
   if (error instanceof LockKeyError)
     return new BadRequestException(error.message, { cause: error });
+  // Redis refusing the command (a foreign key type, an ACL) is a server fault: retrying won't help.
+  if (error instanceof RedisCommandError)
+    return new InternalServerErrorException(error.message, { cause: error });
   return new ServiceUnavailableException(error.message, { cause: error });
 }
 

@@ -2,6 +2,7 @@ import type { ArgumentsHost } from '@nestjs/common';
 import type { LockKeyError } from '../errors/lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import type { RedisCommandError } from '../errors/redis-command.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { ClusterNode, ClusterOptions } from 'ioredis';
 import type { ReplicaAckOptions } from '../backends/redis.backend';
@@ -38,9 +39,9 @@ export type OnBusyPolicy = 'throw' | 'skip';
 /** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
 export type OnLostPolicy = 'throw' | 'log';
 
-/** A lock failure on a route: busy, bad key, lost while running, or Redis out of reach. */
+/** A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing. */
 export type LockFailure =
-  LockNotAcquiredError | LockKeyError | LockLostError | RedisUnavailableError;
+  LockNotAcquiredError | LockKeyError | LockLostError | RedisUnavailableError | RedisCommandError;
 
 /**
  * Turns a lock failure on an HTTP request into the exception Nest should send. Receives the

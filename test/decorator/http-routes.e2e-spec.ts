@@ -265,6 +265,21 @@ describe('@Locked on controller routes', () => {
     expect(await locks.isLocked('broken:1')).toBe(false);
   });
 
+  it('answers 500 naming the fix when Redis refuses the lock (a foreign value under its key)', async () => {
+    // Another application stored a hash under the lock's key: Redis answers WRONGTYPE.
+    await redis.hset(leaseKey(prefix, 'order:user-foreign'), 'field', 'value');
+    ArrivalGuard.arrived = 0;
+    ArrivalGuard.expected = 1;
+    const response = await request(app.getHttpServer()).post('/orders/user-foreign');
+    expect(response.status).toBe(500);
+    expect(response.body).toMatchObject({
+      statusCode: 500,
+      message: expect.stringMatching(/WRONGTYPE.*`prefix` option/),
+    });
+    expect(controller.runs).toBe(0);
+    expect(await redis.hget(leaseKey(prefix, 'order:user-foreign'), 'field')).toBe('value');
+  });
+
   it('searches route params, then query, then body, then user', async () => {
     const server = app.getHttpServer();
     const response = await request(server).get('/orders/sources/A?b=B&a=not-this-one').send({

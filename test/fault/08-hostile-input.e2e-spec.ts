@@ -16,6 +16,7 @@ import {
   Locked,
   LockKeyError,
   LockService,
+  RedisCommandError,
   RedisLockConfigError,
   RedisLockError,
   RedisLockModule,
@@ -81,6 +82,14 @@ const HOSTILE_KEYS = [
   'k'.repeat(512), // exactly maxKeyLength
 ];
 
+/** EVALSHA + EVAL calls the server ran since the last CONFIG RESETSTAT. */
+async function scriptCalls(client: Redis): Promise<number> {
+  const stats = String(await client.info('commandstats'));
+  let calls = 0;
+  for (const match of stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm))
+    calls += Number(match[1]);
+  return calls;
+}
 describe('scenario 8: hostile keys on LockService', () => {
   it('gives every hostile key its own lock, all held at once, none colliding', async () => {
     const held = await Promise.all(HOSTILE_KEYS.map((key) => locks.acquire(key)));
@@ -104,9 +113,16 @@ describe('scenario 8: hostile keys on LockService', () => {
   it('fails cleanly when foreign data of another type sits under the lock key', async () => {
     // An application key that collides with the lock's name (a hash, not a string).
     await redis.hset(locks.engine.keysOf('occupied').lock, 'field', 'value');
-    const result = await outcome(locks.acquire('occupied'));
+    await (await locks.acquire('warm-up')).release(); // scripts cached: no NOSCRIPT round
+    await redis.config('RESETSTAT');
+    // A wait budget does not turn it into retries: WRONGTYPE is final, so it fails at once.
+    const result = await outcome(locks.acquire('occupied', { wait: 5_000 }));
     expect(result.ok).toBe(false);
-    expect((result as { error: unknown }).error).toBeInstanceOf(RedisLockError);
+    const error = (result as { error: unknown }).error;
+    expect(error).toBeInstanceOf(RedisCommandError);
+    expect((error as RedisCommandError).code).toBe('WRONGTYPE');
+    expect((error as Error).message).toMatch(/"occupied".*WRONGTYPE.*`prefix` option/);
+    expect(await scriptCalls(redis)).toBe(1); // one try, no retry loop
     expect(await redis.hget(locks.engine.keysOf('occupied').lock, 'field')).toBe('value');
     observe('8-foreign-type', {
       error: errorName((result as { error: unknown }).error),

@@ -1,0 +1,29 @@
+import { ReplyError } from 'ioredis';
+import { finalReplyErrorCode } from './reply-error';
+
+describe('finalReplyErrorCode', () => {
+  it.each([
+    ['WRONGTYPE Operation against a key holding the wrong kind of value', 'WRONGTYPE'],
+    ["NOPERM User app has no permissions to run the 'evalsha' command", 'NOPERM'],
+    ["OOM command not allowed when used memory > 'maxmemory'.", 'OOM'],
+    ["ERR unknown command 'spublish'", 'ERR'],
+  ])('calls "%s" final (%s)', (message, code) => {
+    expect(finalReplyErrorCode(new ReplyError(message))).toBe(code);
+  });
+
+  it.each([
+    "READONLY You can't write against a read only replica.",
+    'LOADING Redis is loading the dataset in memory',
+    'MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to no',
+    'CLUSTERDOWN The cluster is down',
+    'TRYAGAIN Multiple keys request during rehashing of slot',
+    'BUSY Redis is busy running a script.',
+  ])('leaves the transient "%s" to the retry loop', (message) => {
+    expect(finalReplyErrorCode(new ReplyError(message))).toBeUndefined();
+  });
+
+  it('leaves errors that are not replies (timeouts, dropped connections) alone', () => {
+    expect(finalReplyErrorCode(new Error('Connection is closed.'))).toBeUndefined();
+    expect(finalReplyErrorCode('WRONGTYPE')).toBeUndefined();
+  });
+});
