@@ -4,7 +4,8 @@
  * MONITOR and INFO commandstats see this file's commands only.
  */
 import Redis from 'ioredis';
-import { extendScript } from '../lib/scripts/extend.script';
+import type { LockLostError } from 'nestjs-redis-lock';
+import { renewManyScript } from '../lib/scripts/renew-many.script';
 import { releaseScript } from '../lib/scripts/release.script';
 import { lockServices, redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
@@ -106,7 +107,7 @@ describe('watchdog', () => {
       expect(await evalshaCalls()).toBe(evalshaAfterRelease);
 
       const own = commandsNaming(commands, lock.token);
-      const renewals = own.filter((args) => runs(extendScript, args));
+      const renewals = own.filter((args) => runs(renewManyScript, args));
       expect(renewals.length).toBeGreaterThanOrEqual(2);
       // The release is the last command that mentions this holder's token.
       expect(runs(releaseScript, own[own.length - 1])).toBe(true);
@@ -134,7 +135,7 @@ describe('watchdog', () => {
       expect(await probe.exists(keyOf('failing'))).toBe(0);
       expect(await evalshaCalls()).toBe(evalshaAfterSettle);
       const own = commandsNaming(commands, token);
-      expect(own.filter((args) => runs(extendScript, args)).length).toBeGreaterThanOrEqual(1);
+      expect(own.filter((args) => runs(renewManyScript, args)).length).toBeGreaterThanOrEqual(1);
       expect(runs(releaseScript, own[own.length - 1])).toBe(true);
     } finally {
       stop();
@@ -147,5 +148,51 @@ describe('watchdog', () => {
     await sleep(TTL + 100);
     expect(await probe.exists(keyOf('fixed'))).toBe(0);
     expect(await lock.release()).toBe(false);
+  });
+
+  it('renews many held locks in batches: a few commands per period, not one per lock', async () => {
+    const holder = services.create();
+    const count = 300;
+    const locks = await Promise.all(
+      Array.from({ length: count }, (_, i) => holder.acquire(`many:${i}`)),
+    );
+    const { commands, stop } = await monitorCommands();
+    let renewCommands: string[][];
+    try {
+      await sleep(TTL * 2); // six renewal periods of lease/3
+      renewCommands = commands.filter((args) => runs(renewManyScript, args));
+    } finally {
+      stop();
+    }
+    // One command per lock per period would be ≥ 1,800; batches make it a handful per period.
+    expect(renewCommands.length).toBeGreaterThanOrEqual(3);
+    expect(renewCommands.length).toBeLessThanOrEqual(6 * 3);
+    // Every lock was in a batch, and every one is still held on Redis.
+    const renewedTokens = new Set(renewCommands.flat());
+    for (const lock of locks) {
+      expect(renewedTokens.has(lock.token)).toBe(true);
+      expect(lock.isHeld).toBe(true);
+    }
+    const released = await Promise.all(locks.map((lock) => lock.release()));
+    expect(released.every(Boolean)).toBe(true);
+  });
+
+  it('loses only the lock whose key was replaced by a foreign value, not its batch', async () => {
+    const holder = services.create();
+    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((k) => holder.acquire(`batch:${k}`)));
+    // Another application overwrote b's key with a hash: its renewal meets WRONGTYPE.
+    await probe.del(keyOf('batch:b'));
+    await probe.hset(keyOf('batch:b'), 'field', 'value');
+    await sleep(TTL * 1.5);
+    expect(b.isHeld).toBe(false);
+    expect((b.signal.reason as LockLostError).reason).toBe('not-owner');
+    for (const lock of [a, c]) {
+      expect(lock.isHeld).toBe(true);
+      expect(await probe.get(keyOf(lock.key))).toBe(lock.token);
+    }
+    expect(await probe.hget(keyOf('batch:b'), 'field')).toBe('value');
+    expect(await a.release()).toBe(true);
+    expect(await c.release()).toBe(true);
+    await probe.del(keyOf('batch:b'));
   });
 });

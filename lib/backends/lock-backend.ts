@@ -13,6 +13,14 @@ export interface ReleasePubSub {
   close(): void;
 }
 
+/** A held lease as the watchdog renews it. */
+export interface RenewableLease {
+  readonly redisKeys: LockRedisKeys;
+  readonly token: string;
+  /** The lease length (ms) to renew it to. */
+  readonly lease: number;
+}
+
 /**
  * Where locks live: one Redis (single node, Sentinel-managed, or Cluster) or a Redlock quorum of
  * independent primaries. The engine above it (waiting, watchdog, handles) is the same for all.
@@ -22,6 +30,12 @@ export interface LockBackend {
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number>;
   /** Compare-and-pexpire. Resolves whether `token` still owned the lock. */
   extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean>;
+  /**
+   * Compare-and-pexpire of many leases, batched into as few commands as the topology allows.
+   * Resolves one answer per lease: whether it is still ours, or undefined when that could not be
+   * told (Redlock without a clear quorum) and the renewal should be retried.
+   */
+  renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]>;
   /** Compare-and-delete + wake waiters. Resolves whether `token` still owned the lock. */
   release(keys: LockRedisKeys, token: string): Promise<boolean>;
   /** Deletes whoever holds it. Resolves whether a lock was deleted. */

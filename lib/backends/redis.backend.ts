@@ -14,7 +14,14 @@ import { acquireScript } from '../scripts/acquire.script';
 import { extendScript } from '../scripts/extend.script';
 import { forceReleaseScript } from '../scripts/force-release.script';
 import { releaseScript } from '../scripts/release.script';
-import type { LockBackend, ReleasePubSub } from './lock-backend';
+import { renewManyScript } from '../scripts/renew-many.script';
+import type { LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
+
+/**
+ * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small
+ * enough that one command keeps Redis busy well under a millisecond.
+ */
+const RENEW_BATCH = 500;
 
 /** `WAIT`-based replica acknowledgement of a grant. */
 export interface ReplicaAckOptions {
@@ -29,6 +36,7 @@ export class RedisBackend implements LockBackend {
   private readonly client: RedisClient & RedisCommander;
   /** Sharded pub/sub on a Cluster keeps release messages on the lock's own shard. */
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
+  private readonly cluster: boolean;
   /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
   private resets = 0;
 
@@ -39,7 +47,8 @@ export class RedisBackend implements LockBackend {
     private readonly replicaAck?: ReplicaAckOptions,
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
-    this.publish = isClusterClient(connection.client) ? 'SPUBLISH' : 'PUBLISH';
+    this.cluster = isClusterClient(connection.client);
+    this.publish = this.cluster ? 'SPUBLISH' : 'PUBLISH';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
     connection.client.on('close', () => this.resets++);
@@ -55,6 +64,18 @@ export class RedisBackend implements LockBackend {
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
     return (await extendScript.run(this.client, [keys.lock], [token, ms])) === 1;
+  }
+
+  async renewMany(leases: readonly RenewableLease[]): Promise<boolean[]> {
+    if (this.cluster) {
+      // A Cluster refuses multi-key scripts across slots: one command per lock, written together.
+      return Promise.all(leases.map((l) => this.extend(l.redisKeys, l.token, Math.ceil(l.lease))));
+    }
+    const batches: Promise<boolean[]>[] = [];
+    for (let start = 0; start < leases.length; start += RENEW_BATCH) {
+      batches.push(this.renewBatch(leases.slice(start, start + RENEW_BATCH)));
+    }
+    return (await Promise.all(batches)).flat();
   }
 
   async release(keys: LockRedisKeys, token: string): Promise<boolean> {
@@ -90,6 +111,17 @@ export class RedisBackend implements LockBackend {
 
   async close(): Promise<void> {
     if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
+  }
+
+  private async renewBatch(leases: readonly RenewableLease[]): Promise<boolean[]> {
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    for (const lease of leases) {
+      keys.push(lease.redisKeys.lock);
+      args.push(lease.token, Math.ceil(lease.lease));
+    }
+    const replies = (await renewManyScript.run(this.client, keys, args)) as number[];
+    return replies.map((reply) => reply === 1);
   }
 
   /**

@@ -2,7 +2,7 @@ import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { combineReleasePubSubs } from '../redis/release-pubsub';
 import { withTimeout } from '../engine/with-timeout';
-import type { LockBackend, ReleasePubSub } from './lock-backend';
+import type { LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
 import type { RedisBackend } from './redis.backend';
 
 /**
@@ -45,6 +45,13 @@ export class RedlockBackend implements LockBackend {
     return this.verdict(await this.onEveryNode((node) => node.extend(keys, token, ms)), 'extend');
   }
 
+  async renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
+    const replies = await this.onEveryNode((node) => node.renewMany(leases));
+    const answered = replies.filter((reply) => reply !== undefined).length;
+    if (answered < this.quorum) throw this.unreachable(answered, 'renewal');
+    return leases.map((_, i) => this.decide(replies.map((reply) => reply?.[i])));
+  }
+
   async release(keys: LockRedisKeys, token: string): Promise<boolean> {
     return this.verdict(await this.onEveryNode((node) => node.release(keys, token)), 'release');
   }
@@ -74,17 +81,20 @@ export class RedlockBackend implements LockBackend {
   }
 
   /**
-   * Ours with a quorum of yeses; not ours once the noes make a quorum impossible; otherwise too
-   * few nodes answered to tell, which is an outage, not another owner.
+   * Ours with a quorum of yeses; not ours once the noes make a quorum impossible; otherwise
+   * undefined: too few nodes answered to tell.
    */
-  private verdict(replies: (boolean | undefined)[], operation: string): boolean {
+  private decide(replies: (boolean | undefined)[]): boolean | undefined {
     if (this.hasQuorum(replies)) return true;
     const noes = replies.filter((reply) => reply === false).length;
-    if (noes > this.nodes.length - this.quorum) return false;
-    throw this.unreachable(
-      replies.length - replies.filter((r) => r === undefined).length,
-      operation,
-    );
+    return noes > this.nodes.length - this.quorum ? false : undefined;
+  }
+
+  /** {@link decide}, where "cannot tell" is an outage, not another owner. */
+  private verdict(replies: (boolean | undefined)[], operation: string): boolean {
+    const decided = this.decide(replies);
+    if (decided !== undefined) return decided;
+    throw this.unreachable(replies.filter((reply) => reply !== undefined).length, operation);
   }
 
   private unreachable(answered: number, operation: string): RedisUnavailableError {

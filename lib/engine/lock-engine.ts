@@ -45,7 +45,7 @@ export class LockEngine implements LockOperations {
 
   constructor(readonly options: ResolvedRedisLockOptions) {
     this.backend = createBackend(options);
-    this.watchdog = new Watchdog((lock) => this.extendLease(lock, lock.lease), this.logger);
+    this.watchdog = new Watchdog((locks) => this.renewLeases(locks), this.logger);
     this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
   }
 
@@ -115,24 +115,37 @@ export class LockEngine implements LockOperations {
   }
 
   async isLocked(key: string): Promise<boolean> {
-    return this.bounded(this.backend.isLocked(this.keysOf(key)), 'EXISTS', key);
+    return this.bounded(this.backend.isLocked(this.keysOf(key)), 'EXISTS', `lock "${key}"`);
   }
 
   async forceRelease(key: string): Promise<boolean> {
-    return this.bounded(this.backend.forceRelease(this.keysOf(key)), 'force-release', key);
+    return this.bounded(
+      this.backend.forceRelease(this.keysOf(key)),
+      'force-release',
+      `lock "${key}"`,
+    );
   }
 
   extendLease(lock: HeldLock, ms: number): Promise<boolean> {
     return this.bounded(
       this.backend.extend(lock.redisKeys, lock.token, Math.ceil(ms)),
       'extend',
-      lock.key,
+      `lock "${lock.key}"`,
     );
+  }
+
+  /** The watchdog's batch: one bound (and one timer) for all of it, however many commands. */
+  renewLeases(locks: readonly HeldLock[]): Promise<(boolean | undefined)[]> {
+    return this.bounded(this.backend.renewMany(locks), 'renewal', messages.lockNames(locks));
   }
 
   releaseLease(lock: HeldLock): Promise<boolean> {
     this.notifier.releaseSent(lock.token);
-    return this.bounded(this.backend.release(lock.redisKeys, lock.token), 'release', lock.key).then(
+    return this.bounded(
+      this.backend.release(lock.redisKeys, lock.token),
+      'release',
+      `lock "${lock.key}"`,
+    ).then(
       (deleted) => {
         this.notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted);
         return deleted;
@@ -186,7 +199,10 @@ export class LockEngine implements LockOperations {
     const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl));
     let fence: number;
     try {
-      fence = await raceAbort(this.bounded(sent, 'acquire', request.key), request.signal);
+      fence = await raceAbort(
+        this.bounded(sent, 'acquire', `lock "${request.key}"`),
+        request.signal,
+      );
     } catch (error) {
       // Timed out or cancelled while the server may still grant it: free that grant when it lands.
       sent.then(
@@ -211,12 +227,13 @@ export class LockEngine implements LockOperations {
     return lock;
   }
 
-  private bounded<T>(command: Promise<T>, operation: string, key: string): Promise<T> {
+  /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
+  private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
     return withTimeout(command, this.options.commandTimeout, operation).catch((error: unknown) => {
       if (error instanceof RedisLockError) throw error;
       const code = finalReplyErrorCode(error);
       if (code !== undefined) {
-        const message = messages.commandRefused(operation, key, (error as Error).message, code);
+        const message = messages.commandRefused(operation, subject, (error as Error).message, code);
         throw new RedisCommandError(message, code, { cause: error });
       }
       throw new RedisUnavailableError(

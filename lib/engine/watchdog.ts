@@ -1,15 +1,21 @@
 import type { Logger } from '@nestjs/common';
+import { messages } from '../errors/messages';
 import { monotonicNow } from './clock';
 import type { HeldLock } from './lock-handle';
 
-/** Sends one renewal; resolves true when Redis confirmed we still own the lock. */
-export type RenewFn = (lock: HeldLock) => Promise<boolean>;
+/**
+ * Renews a batch of locks; resolves one answer per lock: true when Redis confirmed we still own
+ * it, false when we do not, undefined when that could not be told (retried like an error).
+ */
+export type RenewFn = (locks: HeldLock[]) => Promise<(boolean | undefined)[]>;
 
 /**
  * Keeps held leases alive with ONE timer for all locks (not one per lock). Each tick renews every
- * lock whose renewal is due within the batch window in the same event-loop turn, so ioredis writes
- * them together, and declares lost every lock whose local deadline passed without a confirmed
- * renewal — even when Redis never answers (the timer is armed for the earliest deadline too).
+ * lock whose renewal is due within the batch window as one batch (one script call per few
+ * hundred locks, one command timeout for all of it), and declares lost every lock whose local
+ * deadline passed without a confirmed renewal — even when Redis never answers (the timer is armed
+ * for the earliest deadline too). Locks renewed together stay due together, so after their first
+ * renewal, locks taken at different times share batches.
  */
 export class Watchdog {
   private readonly locks = new Set<HeldLock>();
@@ -66,43 +72,56 @@ export class Watchdog {
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = monotonicNow();
+    const due: HeldLock[] = [];
     for (const lock of this.locks) {
       if (now >= lock.validUntil) {
         lock.lose('deadline');
       } else if (lock.renews && !lock.renewing && lock.nextRenewAt - lock.lease / 6 <= now) {
         // Due within the batch window (a sixth of the lease): renew now, together with the rest.
-        this.renewOne(lock);
+        due.push(lock);
       }
     }
+    if (due.length > 0) this.renewBatch(due);
     this.rearm();
   }
 
-  private renewOne(lock: HeldLock): void {
-    lock.renewing = true;
+  private renewBatch(batch: HeldLock[]): void {
     const sentAt = monotonicNow();
-    const lease = lock.lease;
-    this.renew(lock).then(
-      (stillOurs) => {
-        lock.renewing = false;
-        if (!this.locks.has(lock)) return; // released or lost meanwhile: ignore the late answer
-        if (!stillOurs) {
-          lock.lose('not-owner');
-          return;
-        }
-        // An extend() since this renewal was sent set the lease (and Redis' TTL) itself.
-        if (lock.lease !== lease) return;
-        lock.renewed(sentAt, lease);
-        this.armFor(nextDue(lock));
-      },
+    const leases = batch.map((lock) => lock.lease);
+    for (const lock of batch) lock.renewing = true;
+    this.renew(batch).then(
+      (answers) => batch.forEach((lock, i) => this.settle(lock, answers[i], sentAt, leases[i])),
       (error: unknown) => {
-        lock.renewing = false;
-        if (!this.locks.has(lock)) return;
-        // Keep trying until the local deadline; the deadline timer declares the loss.
-        this.logger.warn(`Renewing lock "${lock.key}" failed: ${String(error)}; retrying.`);
-        lock.nextRenewAt = monotonicNow() + Math.min(lock.lease / 10, 1_000);
-        this.armFor(nextDue(lock));
+        this.logger.warn(
+          `Renewing ${messages.lockNames(batch)} failed: ${String(error)}; retrying.`,
+        );
+        for (const lock of batch) this.settle(lock, undefined, sentAt, lock.lease);
       },
     );
+  }
+
+  /** Applies one lock's renewal answer: renewed, lost, or (undefined) retry soon. */
+  private settle(
+    lock: HeldLock,
+    stillOurs: boolean | undefined,
+    sentAt: number,
+    lease: number,
+  ): void {
+    lock.renewing = false;
+    if (!this.locks.has(lock)) return; // released or lost meanwhile: ignore the late answer
+    if (stillOurs === false) {
+      lock.lose('not-owner');
+      return;
+    }
+    if (stillOurs === undefined) {
+      // Keep trying until the local deadline; the deadline timer declares the loss.
+      lock.nextRenewAt = monotonicNow() + Math.min(lock.lease / 10, 1_000);
+    } else if (lock.lease === lease) {
+      lock.renewed(sentAt, lease);
+    } else {
+      return; // an extend() since this renewal was sent set the lease (and Redis' TTL) itself
+    }
+    this.armFor(nextDue(lock));
   }
 
   private rearm(): void {

@@ -43,8 +43,11 @@ export const messages = {
   redisUnavailable: (operation: string, ms: number) =>
     `Redis did not answer ${operation} within ${ms} ms. Check that Redis is running and that ` +
     'the `redis` option (REDIS_URL) points at it; raise `commandTimeout` for a slow link.',
-  commandRefused: (operation: string, key: string, reply: string, code: string) =>
-    `Redis refused ${operation} of lock "${key}": ${reply}. ` +
+  /** `lock "a"`, or `3 locks ("a", …)` for a batch. */
+  lockNames: (locks: readonly { key: string }[]) =>
+    locks.length === 1 ? `lock "${locks[0].key}"` : `${locks.length} locks ("${locks[0].key}", …)`,
+  commandRefused: (operation: string, subject: string, reply: string, code: string) =>
+    `Redis refused ${operation} of ${subject}: ${reply}. ` +
     (code === 'WRONGTYPE'
       ? "Something else stores a value under the lock's key: give the locks a namespace of " +
         'their own with the `prefix` option.'

@@ -32,5 +32,4 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl < 0 then pttl = 0 end
 return -pttl
 `,
-  2,
 );

@@ -13,5 +13,4 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 `,
-  1,
 );

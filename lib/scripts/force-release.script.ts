@@ -14,5 +14,4 @@ if redis.call('DEL', KEYS[1]) == 1 then
 end
 return 0
 `,
-  2,
 );

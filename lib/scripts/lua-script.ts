@@ -11,18 +11,17 @@ export class LuaScript {
   constructor(
     readonly name: string,
     readonly source: string,
-    readonly numberOfKeys: number,
   ) {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
   async run(client: RedisCommander, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
-      return await client.evalsha(this.sha, this.numberOfKeys, ...keys, ...args);
+      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (error) {
       if (!isNoScript(error)) throw error;
       // EVAL also caches the script, so the next EVALSHA finds it.
-      return client.eval(this.source, this.numberOfKeys, ...keys, ...args);
+      return client.eval(this.source, keys.length, ...keys, ...args);
     }
   }
 }

@@ -19,5 +19,4 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 `,
-  2,
 );
