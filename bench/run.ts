@@ -297,7 +297,7 @@ async function runS6(url: string): Promise<Results['s6']> {
   log(`S6 ${config.s6Held} locks held with ttl ${config.s6TtlMs} ms…`);
   const held = await s6Held(url, config.s6Held, config.s6TtlMs);
   log(
-    `S6 held: ${held.renewalCommands} renewal commands (${held.renewalsPerLockPerPeriod.toFixed(2)} per lock per period) ` +
+    `S6 held: ${held.renewalCommands} renewal commands (${held.renewalCommandsPerPeriod.toFixed(1)} per period) ` +
       `in ${held.renewalBursts} bursts; timers live max ${held.liveTimersMax}, active Timeout max ${held.activeTimeoutsMax}`,
   );
   return { cycles, held };

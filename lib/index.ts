@@ -22,6 +22,7 @@ export type { LockHandle } from './engine/lock-handle';
 export { Locked, type LockedOptions, type LockKeyFactory } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
 export { LockExceptionFilter } from './http/lock-exception.filter';
+export type { LockTransportError } from './rpc/lock-transport-error';
 export { currentLock } from './locking/lock-context';
 export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
 export {

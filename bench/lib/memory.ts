@@ -156,8 +156,9 @@ export interface S6HeldResult {
   periods: number;
   acquireSeconds: number;
   heapPerLockBytes: number;
+  /** EVALSHA calls during the hold (a batched renewal renews many locks per call). */
   renewalCommands: number;
-  renewalsPerLockPerPeriod: number;
+  renewalCommandsPerPeriod: number;
   /** Bursts of renewal commands seen by sampling INFO commandstats every `sampleMs`. */
   renewalBursts: number;
   /** Share of the samples in which renewal commands ran (batched renewal: short bursts, quiet between). */
@@ -258,7 +259,7 @@ export async function s6Held(url: string, count: number, ttlMs = 900): Promise<S
       acquireSeconds,
       heapPerLockBytes,
       renewalCommands,
-      renewalsPerLockPerPeriod: renewalCommands / count / periods,
+      renewalCommandsPerPeriod: renewalCommands / periods,
       renewalBursts: bursts.length,
       renewalActiveShare:
         timeline.slice(1).filter((v, i) => v > timeline[i]).length /

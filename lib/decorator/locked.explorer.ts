@@ -7,10 +7,14 @@ import { LockService } from '../lock.service';
 import { bindLockService } from './locked-binding';
 import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
 
+/** `@SubscribeMessage()`'s metadata (`@nestjs/websockets`, not a dependency of ours). */
+const WS_MESSAGE_HANDLER = 'websockets:message_mapping';
+
 /**
  * At bootstrap (as @nestjs/schedule's explorer does), finds every provider and controller with
  * `@Locked` methods, binds this app's LockService to the instance, and validates provider key
- * templates against the method's parameters — so a typo stops the app from starting.
+ * templates against the method's parameters — so a typo stops the app from starting. Controller
+ * and WebSocket gateway handlers are keyed from the request or message instead.
  */
 @Injectable()
 export class LockedExplorer implements OnModuleInit {
@@ -36,7 +40,8 @@ export class LockedExplorer implements OnModuleInit {
     for (const name of this.scanner.getAllMethodNames(prototype)) {
       const spec = getLockedSpec(prototype[name]);
       if (!spec) continue;
-      if (!isController) {
+      // A gateway's message handler is keyed from its message, like a route: not a provider method.
+      if (!isController && !Reflect.hasMetadata(WS_MESSAGE_HANDLER, prototype[name])) {
         if (!wrapper.isDependencyTreeStatic())
           throw new RedisLockConfigError(messages.requestScoped(spec.where));
         assertProviderPlaceholders(spec);

@@ -13,6 +13,7 @@ import { LockService } from '../lock.service';
 import type { LockFailure } from '../module/redis-lock-options';
 import { lockContext } from '../locking/lock-context';
 import { observeLocked } from '../locking/run-locked';
+import { toTransportException } from '../rpc/lock-transport-error';
 import { getLockedSpec, keyFromContext, type LockedSpec } from './locked-spec';
 
 /**
@@ -58,14 +59,19 @@ export class LockedInterceptor implements NestInterceptor {
 
   /**
    * Turns a lock failure on an HTTP route into an HTTP exception (see `toLockHttpException`).
-   * Override for a different shape; other transports get the lock error itself.
+   * Override for a different shape. Microservice and WebSocket handlers get an `RpcException` /
+   * `WsException` carrying `LockTransportError` data instead.
    */
   protected toHttpException(error: LockFailure, context: ExecutionContext): unknown {
     return toLockHttpException(error, context, this.locks!.options);
   }
 
   private mapError(error: unknown, context: ExecutionContext): unknown {
-    if (!isLockFailure(error) || context.getType() !== 'http') return error;
-    return this.toHttpException(error, context);
+    if (!isLockFailure(error)) return error;
+    const type = context.getType();
+    if (type === 'http') return this.toHttpException(error, context);
+    // Microservices and gateways: the transport's exception carries the failure as data.
+    if (type === 'rpc' || type === 'ws') return toTransportException(error, type);
+    return error;
   }
 }

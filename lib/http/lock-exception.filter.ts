@@ -16,18 +16,19 @@ import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { LockService } from '../lock.service';
 import type { LockFailure } from '../module/redis-lock-options';
 import { resolveOptions } from '../module/resolve-options';
+import { toLockTransportError } from '../rpc/lock-transport-error';
 import { toLockHttpException } from './lock-http-exception';
 
 /**
- * Answers lock failures thrown by services during an HTTP request — a busy `@Locked` provider
- * method, a `withLock` — the way `@Locked` routes answer them (409 + `Retry-After`, 400, 503)
- * instead of Nest's 500. Opt in app-wide:
+ * Answers lock failures thrown by services — a busy `@Locked` provider method, a `withLock` — the
+ * way `@Locked` handlers answer them, instead of Nest's "Internal server error": on HTTP 409 +
+ * `Retry-After`, 400, 500 or 503; to a microservice or WebSocket caller, `LockTransportError`
+ * data. Opt in app-wide:
  *
  * @example
  * ```ts
  * providers: [{ provide: APP_FILTER, useClass: LockExceptionFilter }]
  * ```
- * Register it on HTTP apps: an RPC call gets the lock error back as its error, unchanged.
  */
 @Catch(LockNotAcquiredError, LockKeyError, LockLostError, RedisUnavailableError, RedisCommandError)
 @Injectable()
@@ -38,9 +39,17 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
   ) {}
 
   catch(error: LockFailure, host: ArgumentsHost): Observable<never> | void {
-    // Microservices expect an Observable error from a filter; gateways have their own filters.
-    if (host.getType() === 'rpc') return throwError(() => error);
-    if (host.getType() !== 'http') throw error;
+    const type = host.getType();
+    // Microservices send a filter's Observable error to the caller; an Error object would not
+    // survive serialization, so the failure goes as data.
+    if (type === 'rpc') return throwError(() => toLockTransportError(error));
+    if (type === 'ws') {
+      // As Nest's BaseWsExceptionFilter answers a WsException.
+      const client = host.switchToWs().getClient<{ emit(event: string, data: unknown): unknown }>();
+      client.emit('exception', toLockTransportError(error));
+      return;
+    }
+    if (type !== 'http') throw error;
     const options = this.locks?.options ?? resolveOptions();
     const mapped = toLockHttpException(error, host, options);
     const exception =

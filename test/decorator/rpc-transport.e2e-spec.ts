@@ -1,0 +1,195 @@
+/**
+ * `@Locked` on microservice message handlers over a real transport (TCP on loopback): the key
+ * comes from the message payload, one of concurrent messages for one key runs, and the caller
+ * gets the failure as data it can act on (`error: 'LockNotAcquiredError'`, the key, when to retry)
+ * — not Nest's bare "Internal server error", which is what an Error thrown by an interceptor or a
+ * service becomes on this transport.
+ */
+import { Controller, Injectable, type INestMicroservice } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import {
+  ClientProxyFactory,
+  MessagePattern,
+  Payload,
+  Transport,
+  type ClientProxy,
+  type MicroserviceOptions,
+} from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import type Redis from 'ioredis';
+import { firstValueFrom } from 'rxjs';
+import {
+  currentLock,
+  LockExceptionFilter,
+  Locked,
+  RedisLockModule,
+  type LockTransportError,
+} from 'nestjs-redis-lock';
+import { freePort } from '../support/free-port';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
+import { sleep } from '../support/time';
+import { uniquePrefix } from '../support/unique-prefix';
+import { leaseKey } from './decorator-app';
+
+@Injectable()
+class SettlementService {
+  @Locked('settle:<batchId>')
+  async settle(batchId: string): Promise<string> {
+    await sleep(300);
+    return batchId;
+  }
+}
+
+@Controller()
+class OrderHandlers {
+  runs = 0;
+
+  constructor(private readonly settlements: SettlementService) {}
+
+  @MessagePattern('order.create')
+  @Locked('order:<userId>')
+  async create(@Payload() data: { userId: string }): Promise<{ userId: string; fence: number }> {
+    this.runs++;
+    await sleep(300);
+    return { userId: data.userId, fence: currentLock()!.fence };
+  }
+
+  /** Not locked itself: the lock is taken by the service it calls. */
+  @MessagePattern('batch.settle')
+  settle(@Payload() data: { batchId: string }): Promise<string> {
+    return this.settlements.settle(data.batchId);
+  }
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: LockTransportError };
+
+async function startMicroservice(prefix: string, withFilter: boolean) {
+  const port = await freePort();
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
+    controllers: [OrderHandlers],
+    providers: [
+      SettlementService,
+      ...(withFilter ? [{ provide: APP_FILTER, useClass: LockExceptionFilter }] : []),
+    ],
+  }).compile();
+  const app = moduleRef.createNestMicroservice<MicroserviceOptions>({
+    transport: Transport.TCP,
+    options: { host: '127.0.0.1', port },
+    logger: false,
+  });
+  await app.listen();
+  const client = ClientProxyFactory.create({
+    transport: Transport.TCP,
+    options: { host: '127.0.0.1', port },
+  });
+  await client.connect();
+  const send = (pattern: string, data: unknown): Promise<Outcome> =>
+    firstValueFrom(client.send(pattern, data)).then(
+      (value: unknown) => ({ ok: true as const, value }),
+      (error: LockTransportError) => ({ ok: false as const, error }),
+    );
+  return { app, client, send, handlers: app.get(OrderHandlers) };
+}
+
+describe('@Locked on microservice handlers (TCP transport)', () => {
+  const prefix = uniquePrefix('decorator-rpc');
+  let app: INestMicroservice;
+  let client: ClientProxy;
+  let send: (pattern: string, data: unknown) => Promise<Outcome>;
+  let handlers: OrderHandlers;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = redisClient();
+    ({ app, client, send, handlers } = await startMicroservice(prefix, false));
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await app?.close();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  it('runs one of 5 concurrent messages for one user; the others get LockNotAcquiredError data', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => send('order.create', { userId: 'u-1' })),
+    );
+    const ok = results.filter((result) => result.ok);
+    const busy = results.flatMap((result) => (result.ok ? [] : [result.error]));
+    expect(ok).toEqual([{ ok: true, value: { userId: 'u-1', fence: expect.any(Number) } }]);
+    expect(busy).toHaveLength(4);
+    for (const error of busy) {
+      expect(error).toMatchObject({
+        status: 'error',
+        error: 'LockNotAcquiredError',
+        key: 'order:u-1',
+        message: expect.stringContaining('"order:u-1" is held by another holder'),
+      });
+      expect(error.retryAfterMs).toBeGreaterThan(0);
+    }
+    expect(handlers.runs).toBe(1);
+    expect(await redis.exists(leaseKey(prefix, 'order:u-1'))).toBe(0);
+  });
+
+  it('answers a payload without the key field with LockKeyError data, writing nothing', async () => {
+    const result = await send('order.create', { other: 1 });
+    expect(result).toMatchObject({
+      ok: false,
+      error: {
+        status: 'error',
+        error: 'LockKeyError',
+        message: expect.stringContaining('<userId>'),
+      },
+    });
+    expect(await redis.exists(leaseKey(prefix, 'order:undefined'))).toBe(0);
+  });
+
+  it('without LockExceptionFilter, a busy @Locked service method is the transport\'s "Internal server error"', async () => {
+    const results = await Promise.all([
+      send('batch.settle', { batchId: 'b-1' }),
+      send('batch.settle', { batchId: 'b-1' }),
+    ]);
+    expect(results).toContainEqual({ ok: true, value: 'b-1' });
+    expect(results).toContainEqual({
+      ok: false,
+      error: { status: 'error', message: 'Internal server error' },
+    });
+  });
+});
+
+describe('LockExceptionFilter on a microservice (TCP transport)', () => {
+  const prefix = uniquePrefix('decorator-rpc-filter');
+  let app: INestMicroservice;
+  let client: ClientProxy;
+  let send: (pattern: string, data: unknown) => Promise<Outcome>;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = redisClient();
+    ({ app, client, send } = await startMicroservice(prefix, true));
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await app?.close();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  it('sends a busy @Locked service method as LockNotAcquiredError data', async () => {
+    const results = await Promise.all([
+      send('batch.settle', { batchId: 'b-2' }),
+      send('batch.settle', { batchId: 'b-2' }),
+    ]);
+    expect(results).toContainEqual({ ok: true, value: 'b-2' });
+    const busy = results.find((result) => !result.ok) as { error: LockTransportError };
+    expect(busy.error).toMatchObject({
+      status: 'error',
+      error: 'LockNotAcquiredError',
+      key: 'settle:b-2',
+      message: expect.stringContaining('"settle:b-2"'),
+    });
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * `@Locked` on a WebSocket gateway handler over a real socket.io connection: the key comes from the
+ * message payload, one of concurrent messages for one key runs, and a refused message reaches the
+ * client as an `exception` event with the failure as data — not "Internal server error".
+ */
+import { type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
+import type Redis from 'ioredis';
+import { io, type Socket } from 'socket.io-client';
+import { Locked, LockService, RedisLockModule, type LockTransportError } from 'nestjs-redis-lock';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
+import { sleep } from '../support/time';
+import { uniquePrefix } from '../support/unique-prefix';
+import { leaseKey } from './decorator-app';
+
+@WebSocketGateway()
+class SeatsGateway {
+  runs = 0;
+
+  @SubscribeMessage('seat.book')
+  @Locked('seat:<seatId>')
+  async book(@MessageBody() data: { seatId: string }): Promise<{ booked: string }> {
+    this.runs++;
+    await sleep(300);
+    return { booked: data.seatId };
+  }
+
+  /** The other decorator order: @Locked above @SubscribeMessage. */
+  @Locked('seat:<seatId>')
+  @SubscribeMessage('seat.release')
+  async release(@MessageBody() data: { seatId: string }): Promise<{ released: string }> {
+    return { released: data.seatId };
+  }
+}
+
+describe('@Locked on a WebSocket gateway (socket.io)', () => {
+  const prefix = uniquePrefix('decorator-ws');
+  let app: INestApplication;
+  let gateway: SeatsGateway;
+  let redis: Redis;
+  const sockets: Socket[] = [];
+
+  beforeAll(async () => {
+    redis = redisClient();
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
+      providers: [SeatsGateway],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    gateway = app.get(SeatsGateway);
+  });
+
+  afterAll(async () => {
+    for (const socket of sockets) socket.disconnect();
+    await app?.close();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  /** A connected client: its acknowledged answer, or the `exception` event it got instead. */
+  async function connect(): Promise<(data: unknown, event?: string) => Promise<unknown>> {
+    const socket = io(await app.getUrl(), { transports: ['websocket'], forceNew: true });
+    sockets.push(socket);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('connect_error', reject);
+    });
+    return (data, event = 'seat.book') =>
+      new Promise((resolve) => {
+        socket.once('exception', (error: LockTransportError) => resolve({ exception: error }));
+        socket.emit(event, data, (answer: unknown) => resolve({ answer }));
+      });
+  }
+
+  it('runs one of 4 concurrent bookings of one seat; the others get LockNotAcquiredError data', async () => {
+    const clients = await Promise.all(Array.from({ length: 4 }, () => connect()));
+    const results = await Promise.all(clients.map((book) => book({ seatId: 'A-1' })));
+    expect(results).toContainEqual({ answer: { booked: 'A-1' } });
+    const refused = results.filter((result) => 'exception' in (result as object));
+    expect(refused).toHaveLength(3);
+    for (const result of refused) {
+      expect((result as { exception: LockTransportError }).exception).toMatchObject({
+        status: 'error',
+        error: 'LockNotAcquiredError',
+        key: 'seat:A-1',
+        message: expect.stringContaining('"seat:A-1" is held by another holder'),
+      });
+    }
+    expect(gateway.runs).toBe(1);
+    expect(await redis.exists(leaseKey(prefix, 'seat:A-1'))).toBe(0);
+  });
+
+  it('locks a handler decorated in the other order the same way', async () => {
+    const release = await connect();
+    const holder = await app.get(LockService).acquire('seat:B-2');
+    try {
+      expect(await release({ seatId: 'B-2' }, 'seat.release')).toMatchObject({
+        exception: { error: 'LockNotAcquiredError', key: 'seat:B-2' },
+      });
+    } finally {
+      await holder.release();
+    }
+    expect(await release({ seatId: 'B-2' }, 'seat.release')).toEqual({
+      answer: { released: 'B-2' },
+    });
+  });
+
+  it('answers a payload without the key field with LockKeyError data', async () => {
+    const book = await connect();
+    expect(await book({ row: 3 })).toMatchObject({
+      exception: {
+        status: 'error',
+        error: 'LockKeyError',
+        message: expect.stringContaining('<seatId>'),
+      },
+    });
+  });
+});
