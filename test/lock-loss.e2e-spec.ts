@@ -12,8 +12,8 @@ import { now, sleep } from './support/time';
 
 const prefix = 'loss:';
 const TTL = 600;
-/** Timers fire late on a busy machine; the loss must still come this close to the deadline. */
-const SLACK = 150;
+/** Timers fire late on a busy machine (a GC pause, a stalled loop); the loss must still come this close to the deadline. */
+const SLACK = 400;
 let server: RedisServer;
 let probe: Redis;
 let services: ReturnType<typeof lockServices>;

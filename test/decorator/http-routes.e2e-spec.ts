@@ -23,7 +23,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { currentLock, LockNotAcquiredError, LockService, Locked } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient } from '../support/shared-redis';
-import { sleep } from '../support/time';
+import { Gate, sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { createDecoratorApp, keysUnder, leaseKey } from './decorator-app';
 
@@ -345,12 +345,15 @@ describe('@Locked on controller routes', () => {
   });
 });
 
+/** The first request holds its lock until the test has its second answer. */
+const busyGate = new Gate();
+
 @Controller('busy')
 class BusyController {
   @Post(':id')
   @Locked('busy:<id>')
   async hold(): Promise<string> {
-    await sleep(300);
+    await busyGate.opened;
     return 'held';
   }
 }
@@ -373,8 +376,9 @@ describe('@Locked routes with module-level busy mapping', () => {
   async function twoAtOnce(app: INestApplication, id: string): Promise<request.Response> {
     const server = app.getHttpServer();
     const first = request(server).post(`/busy/${id}`).then();
-    await sleep(100);
+    await waitFor(async () => (await redis.exists(leaseKey(prefix, `busy:${id}`))) === 1);
     const second = await request(server).post(`/busy/${id}`);
+    busyGate.release();
     expect((await first).status).toBe(201);
     return second;
   }

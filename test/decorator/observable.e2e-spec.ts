@@ -14,7 +14,7 @@ import {
 import type Redis from 'ioredis';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { interval, map, Observable, take, throwError, timer } from 'rxjs';
+import { defer, interval, map, Observable, Subject, throwError, timer } from 'rxjs';
 import request from 'supertest';
 import { LockService, Locked } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient } from '../support/shared-redis';
@@ -26,14 +26,16 @@ const prefix = uniquePrefix('decorator-observable');
 
 @Controller('streams')
 class StreamsController {
+  /** The open `finite` streams by id: the test emits and completes them. */
+  readonly finiteStreams = new Map<string, Subject<string>>();
+
   @Get('finite/:id')
   @Locked('finite:<id>')
   finite(@Param('id') id: string): Observable<string> {
-    // Three values over ~300 ms; Nest answers with the last one when it completes.
-    return interval(100).pipe(
-      take(3),
-      map((n) => `${id}-${n}`),
-    );
+    // Ends when the test completes it; Nest answers with the last value.
+    const stream = new Subject<string>();
+    this.finiteStreams.set(id, stream);
+    return stream;
   }
 
   @Get('failing/:id')
@@ -56,12 +58,17 @@ class StreamsController {
 
 @Injectable()
 class FeedService {
+  /** The source of each subscribed feed, by id: the test emits and completes it. */
+  readonly sources = new Map<string, Subject<number>>();
+
   @Locked('feed:<id>')
   feed(id: string): Observable<number> {
-    return interval(50).pipe(
-      take(4),
-      map((n) => n + id.length),
-    );
+    // Created on subscribe, which is after the lock was granted.
+    return defer(() => {
+      const source = new Subject<number>();
+      this.sources.set(id, source);
+      return source;
+    });
   }
 
   @Locked('feed-error:<id>')
@@ -100,6 +107,7 @@ describe('@Locked on Observable-returning methods', () => {
   let app: INestApplication;
   let locks: LockService;
   let feeds: FeedService;
+  let streams: StreamsController;
   let redis: Redis;
 
   beforeAll(async () => {
@@ -112,6 +120,7 @@ describe('@Locked on Observable-returning methods', () => {
     });
     locks = app.get(LockService);
     feeds = app.get(FeedService);
+    streams = app.get(StreamsController);
   });
 
   afterAll(async () => {
@@ -124,12 +133,15 @@ describe('@Locked on Observable-returning methods', () => {
     it('holds the key until the Observable completes', async () => {
       const response = request(app.getHttpServer()).get('/streams/finite/1').then();
       await waitFor(() => locks.isLocked('finite:1'), 2_000, 5);
-      // A second request meanwhile is busy.
+      const stream = streams.finiteStreams.get('1')!;
+      // A second request meanwhile is busy, and values alone do not end the hold.
       const busy = await request(app.getHttpServer()).get('/streams/finite/1');
       expect(busy.status).toBe(409);
-      await sleep(100);
+      for (const n of [0, 1, 2]) stream.next(`1-${n}`);
+      await sleep(50);
       expect(await locks.isLocked('finite:1')).toBe(true);
 
+      stream.complete();
       const done = await response;
       expect(done.status).toBe(200);
       expect(done.text).toBe('1-2');
@@ -165,7 +177,12 @@ describe('@Locked on Observable-returning methods', () => {
       const completed = new Promise<void>((resolve, reject) =>
         feed.subscribe({ next: (n) => values.push(n), complete: resolve, error: reject }),
       );
-      await waitFor(() => locks.isLocked('feed:abc'), 2_000, 5);
+      await waitFor(() => feeds.sources.has('abc'), 2_000, 5);
+      expect(await locks.isLocked('feed:abc')).toBe(true);
+      const source = feeds.sources.get('abc')!;
+      for (const n of [3, 4, 5, 6]) source.next(n);
+      expect(await locks.isLocked('feed:abc')).toBe(true);
+      source.complete();
       await completed;
       expect(values).toEqual([3, 4, 5, 6]);
       expect(await locks.isLocked('feed:abc')).toBe(false);
@@ -200,7 +217,7 @@ describe('@Locked on Observable-returning methods', () => {
     });
 
     it('a second subscriber meanwhile is busy', async () => {
-      const first = feeds.feed('busy').subscribe();
+      const first = feeds.feed('busy').subscribe(); // held until unsubscribed
       await waitFor(() => locks.isLocked('feed:busy'), 2_000, 5);
       const second = new Promise<unknown>((resolve) =>
         feeds.feed('busy').subscribe({ error: resolve }),

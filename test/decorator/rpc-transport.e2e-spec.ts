@@ -27,15 +27,18 @@ import {
 } from 'nestjs-redis-lock';
 import { freePort } from '../support/free-port';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
-import { sleep } from '../support/time';
+import { Gate } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { leaseKey } from './decorator-app';
+
+/** Holders hold their lock until the test has seen the other callers refused. */
+const gate = new Gate();
 
 @Injectable()
 class SettlementService {
   @Locked('settle:<batchId>')
   async settle(batchId: string): Promise<string> {
-    await sleep(300);
+    await gate.opened;
     return batchId;
   }
 }
@@ -50,7 +53,7 @@ class OrderHandlers {
   @Locked('order:<userId>')
   async create(@Payload() data: { userId: string }): Promise<{ userId: string; fence: number }> {
     this.runs++;
-    await sleep(300);
+    await gate.opened;
     return { userId: data.userId, fence: currentLock()!.fence };
   }
 
@@ -62,6 +65,21 @@ class OrderHandlers {
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: LockTransportError };
+
+/** Sends all at once; opens the gate once `refusals` of them failed, then resolves them all. */
+async function concurrently(sends: Promise<Outcome>[], refusals: number): Promise<Outcome[]> {
+  let failed = 0;
+  let allRefused!: () => void;
+  const refused = new Promise<void>((resolve) => (allRefused = resolve));
+  for (const sent of sends) {
+    void sent.then((outcome) => {
+      if (!outcome.ok && ++failed === refusals) allRefused();
+    });
+  }
+  await refused;
+  gate.release();
+  return Promise.all(sends);
+}
 
 async function startMicroservice(prefix: string, withFilter: boolean) {
   const port = await freePort();
@@ -113,8 +131,9 @@ describe('@Locked on microservice handlers (TCP transport)', () => {
   });
 
   it('runs one of 5 concurrent messages for one user; the others get LockNotAcquiredError data', async () => {
-    const results = await Promise.all(
+    const results = await concurrently(
       Array.from({ length: 5 }, () => send('order.create', { userId: 'u-1' })),
+      4,
     );
     const ok = results.filter((result) => result.ok);
     const busy = results.flatMap((result) => (result.ok ? [] : [result.error]));
@@ -147,10 +166,10 @@ describe('@Locked on microservice handlers (TCP transport)', () => {
   });
 
   it('without LockExceptionFilter, a busy @Locked service method is the transport\'s "Internal server error"', async () => {
-    const results = await Promise.all([
-      send('batch.settle', { batchId: 'b-1' }),
-      send('batch.settle', { batchId: 'b-1' }),
-    ]);
+    const results = await concurrently(
+      [send('batch.settle', { batchId: 'b-1' }), send('batch.settle', { batchId: 'b-1' })],
+      1,
+    );
     expect(results).toContainEqual({ ok: true, value: 'b-1' });
     expect(results).toContainEqual({
       ok: false,
@@ -179,10 +198,10 @@ describe('LockExceptionFilter on a microservice (TCP transport)', () => {
   });
 
   it('sends a busy @Locked service method as LockNotAcquiredError data', async () => {
-    const results = await Promise.all([
-      send('batch.settle', { batchId: 'b-2' }),
-      send('batch.settle', { batchId: 'b-2' }),
-    ]);
+    const results = await concurrently(
+      [send('batch.settle', { batchId: 'b-2' }), send('batch.settle', { batchId: 'b-2' })],
+      1,
+    );
     expect(results).toContainEqual({ ok: true, value: 'b-2' });
     const busy = results.find((result) => !result.ok) as { error: LockTransportError };
     expect(busy.error).toMatchObject({

@@ -10,9 +10,12 @@ import type Redis from 'ioredis';
 import { io, type Socket } from 'socket.io-client';
 import { Locked, LockService, RedisLockModule, type LockTransportError } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
-import { sleep } from '../support/time';
+import { Gate } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { leaseKey } from './decorator-app';
+
+/** The holder holds its lock until the test has seen the other bookings refused. */
+const gate = new Gate();
 
 @WebSocketGateway()
 class SeatsGateway {
@@ -22,7 +25,7 @@ class SeatsGateway {
   @Locked('seat:<seatId>')
   async book(@MessageBody() data: { seatId: string }): Promise<{ booked: string }> {
     this.runs++;
-    await sleep(300);
+    await gate.opened;
     return { booked: data.seatId };
   }
 
@@ -76,7 +79,17 @@ describe('@Locked on a WebSocket gateway (socket.io)', () => {
 
   it('runs one of 4 concurrent bookings of one seat; the others get LockNotAcquiredError data', async () => {
     const clients = await Promise.all(Array.from({ length: 4 }, () => connect()));
-    const results = await Promise.all(clients.map((book) => book({ seatId: 'A-1' })));
+    const bookings = clients.map((book) => book({ seatId: 'A-1' }));
+    let refusals = 0;
+    await new Promise<void>((allRefused) => {
+      for (const booking of bookings) {
+        void booking.then((result) => {
+          if ('exception' in (result as object) && ++refusals === 3) allRefused();
+        });
+      }
+    });
+    gate.release();
+    const results = await Promise.all(bookings);
     expect(results).toContainEqual({ answer: { booked: 'A-1' } });
     const refused = results.filter((result) => 'exception' in (result as object));
     expect(refused).toHaveLength(3);

@@ -132,6 +132,7 @@ describe('scenario 1: a holder paused past its lease', () => {
     holder.send('go');
     const pausedAt = now();
     const { owner, takenAfter } = await takeOver(key, pausedAt);
+    holder.send('taken');
     expect(owner.fence).toBeGreaterThan(Number(oldFence));
 
     const report = await reportOf(holder);

@@ -13,8 +13,10 @@ import { lockKeys, ms, observe } from './fault-support';
 const PREFIX = 'lost-message:';
 const TTL = 1_000;
 const JITTER = 10;
-/** Timer and scheduling slack on a busy 2-core machine. */
-const SLACK = 150;
+/** Timer and scheduling slack on a busy 2-core machine (a stalled event loop, a GC pause). */
+const SLACK = 400;
+/** A wake-up by message: ~1 ms, but far below the 1 s lease the fallback timer would wait. */
+const WOKEN_BY_MESSAGE = 500;
 
 let server: RedisServer;
 let redis: Redis;
@@ -69,7 +71,7 @@ describe('scenario 5: a release message that never arrives', () => {
     const releasedAt = now();
     await held.release();
     const { lock, at } = await waiting;
-    expect(at - releasedAt).toBeLessThan(100);
+    expect(at - releasedAt).toBeLessThan(WOKEN_BY_MESSAGE);
     await lock.release();
     observe('5-control', { wokenAfter: ms(at - releasedAt) });
   });
@@ -96,7 +98,7 @@ describe('scenario 5: a release message that never arrives', () => {
     const releasedAgainAt = now();
     await next.release();
     const woken = await again;
-    expect(woken.at - releasedAgainAt).toBeLessThan(100);
+    expect(woken.at - releasedAgainAt).toBeLessThan(WOKEN_BY_MESSAGE);
     await woken.lock.release();
 
     observe('5-client-kill', {

@@ -20,7 +20,7 @@ const isScript = (args: string[]): boolean => args[0] === 'evalsha' || args[0] =
 
 /**
  * The library's scripts, told apart by their keys (no internal import): acquire names the fence
- * counter, release the channel, extend only the lock key.
+ * counter, release the channel, renewal and extend only lock keys.
  */
 export const lockCommand = {
   acquire: (prefix: string, key: string): CommandMatcher => {
@@ -31,9 +31,14 @@ export const lockCommand = {
     const { channel } = lockKeys(prefix, key);
     return (args) => isScript(args) && args[2] === '2' && args[4] === channel && args.length === 7;
   },
+  /** A renewal (the watchdog's batch may name many locks) or an `extend()` of this lock. */
   extend: (prefix: string, key: string): CommandMatcher => {
     const { lock } = lockKeys(prefix, key);
-    return (args) => isScript(args) && args[2] === '1' && args[3] === lock;
+    return (args) => {
+      if (!isScript(args)) return false;
+      const keys = args.slice(3, 3 + Number(args[2]));
+      return keys.includes(lock) && !keys.some((k) => /:(fence|released)$/.test(k));
+    };
   },
 };
 

@@ -162,12 +162,24 @@ class Proxy implements TcpProxy {
     });
   }
 
-  /** The first pending rule of this kind for this command (removed: each rule fires once). */
+  /**
+   * The pending rules of this kind that match this command, as one (removed: each rule fires
+   * once). One command can match several: a batched renewal names many locks.
+   */
   takeRule(args: string[], at: 'request' | 'reply'): Rule | undefined {
-    const index = this.rules.findIndex((rule) => rule.at === at && rule.match(args));
-    if (index < 0) return undefined;
-    const [rule] = this.rules.splice(index, 1);
-    return rule;
+    const taken = this.rules.filter((rule) => rule.at === at && rule.match(args));
+    if (taken.length <= 1) {
+      if (taken.length === 1) this.rules.splice(this.rules.indexOf(taken[0]), 1);
+      return taken[0];
+    }
+    this.rules = this.rules.filter((rule) => !taken.includes(rule));
+    return {
+      match: taken[0].match,
+      at,
+      action: (connection, matched) =>
+        taken.map((rule) => rule.action(connection, matched)).includes('drop') ? 'drop' : 'pass',
+      done: (matched) => taken.forEach((rule) => rule.done(matched)),
+    };
   }
 
   resetConnections(): void {

@@ -18,3 +18,25 @@ export async function waitFor(
     await sleep(every);
   }
 }
+
+/**
+ * A promise the test opens when it chooses: a locked handler awaits `gate.opened` so it holds
+ * its lock until the test has seen what it waits for (e.g. the refusals of concurrent callers),
+ * instead of for a fixed sleep that a stalled event loop can outlast.
+ */
+export class Gate {
+  private open!: () => void;
+  opened = this.reset();
+
+  /** Opens the gate, and arms a fresh one for the next use. */
+  release(): void {
+    this.open();
+    this.reset();
+  }
+
+  private reset(): Promise<void> {
+    const opened = new Promise<void>((resolve) => (this.open = resolve));
+    this.opened = opened;
+    return opened;
+  }
+}
