@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 /** Starts one run in every worker at once; resolves the final count of its counter. */
-async function race(name: string, mode: 'lock' | 'nolock'): Promise<number> {
+async function race(name: string, mode: 'lock' | 'fair' | 'nolock'): Promise<number> {
   for (const worker of workers) worker.send(`run ${name} ${mode}`);
   const done = new RegExp(`^done ${name}$`, 'm');
   await Promise.all(workers.map((worker) => worker.waitForOutput(done, 30_000)));
@@ -43,6 +43,10 @@ async function race(name: string, mode: 'lock' | 'nolock'): Promise<number> {
 describe(`exclusion across ${PROCESSES} processes × ${ITERATIONS} read-modify-write cycles`, () => {
   it('loses no update when every cycle runs under withLock()', async () => {
     expect(await race('locked', 'lock')).toBe(EXPECTED);
+  });
+
+  it('loses no update in fair mode (hand-offs granted by the release script)', async () => {
+    expect(await race('fair', 'fair')).toBe(EXPECTED);
   });
 
   it('loses updates without the lock, so the check above can fail', async () => {

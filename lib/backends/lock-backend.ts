@@ -38,6 +38,24 @@ export interface LockBackend {
   renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]>;
   /** Compare-and-delete + wake waiters. Resolves whether `token` still owned the lock. */
   release(keys: LockRedisKeys, token: string): Promise<boolean>;
+  /**
+   * Fair mode (one Redis or a Cluster; not Redlock): tries once, as the waiter `token` (one per
+   * acquire call), joining or staying in the queue when `queue` is set. Resolves the fence (> 0)
+   * when granted now, `[fence, pttl]` when the lock is already `token`'s (handed over by a
+   * release), or -(ms until a retry is worth it) when busy.
+   */
+  fairAcquire?(
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    waiterTtl: number,
+  ): Promise<number | [number, number]>;
+  /**
+   * Fair mode: leaves the queue, and if `token` holds the lock, hands it to the first live waiter
+   * (or frees it). Resolves whether `token` held it.
+   */
+  fairRelease?(keys: LockRedisKeys, token: string, waiterTtl: number): Promise<boolean>;
   /** Deletes whoever holds it. Resolves whether a lock was deleted. */
   forceRelease(keys: LockRedisKeys): Promise<boolean>;
   isLocked(keys: LockRedisKeys): Promise<boolean>;

@@ -12,6 +12,8 @@ import { createReleasePubSub } from '../redis/release-pubsub';
 import { clockDrift } from '../engine/clock';
 import { acquireScript } from '../scripts/acquire.script';
 import { extendScript } from '../scripts/extend.script';
+import { fairAcquireScript } from '../scripts/fair-acquire.script';
+import { fairReleaseScript } from '../scripts/fair-release.script';
 import { forceReleaseScript } from '../scripts/force-release.script';
 import { releaseScript } from '../scripts/release.script';
 import { renewManyScript } from '../scripts/renew-many.script';
@@ -89,6 +91,36 @@ export class RedisBackend implements LockBackend {
       throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
     }
     return deleted;
+  }
+
+  async fairAcquire(
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    waiterTtl: number,
+  ): Promise<number | [number, number]> {
+    const reply = await fairAcquireScript.run(
+      this.client,
+      [keys.lock, keys.fence, keys.queue, keys.waiters],
+      [token, ttl, queue ? '1' : '0', waiterTtl],
+    );
+    return Array.isArray(reply) ? [Number(reply[0]), Number(reply[1])] : Number(reply);
+  }
+
+  async fairRelease(keys: LockRedisKeys, token: string, waiterTtl: number): Promise<boolean> {
+    const resetsBefore = this.resets;
+    const released =
+      (await fairReleaseScript.run(
+        this.client,
+        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.channel],
+        [token, this.publish, waiterTtl],
+      )) === 1;
+    // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
+    if (!released && this.resets !== resetsBefore) {
+      throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
+    }
+    return released;
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {

@@ -43,7 +43,15 @@ export class LockEngine implements LockOperations {
   private readonly held = new Set<HeldLock>();
   private closing = false;
 
+  /**
+   * Fair mode: how long a waiter's queue entry lives without a refresh, and the longest lease a
+   * hand-off gives — so a waiter that died while queued holds up the queue no longer than this.
+   * Room for a refresh that takes a whole `commandTimeout`.
+   */
+  private readonly waiterTtl: number;
+
   constructor(readonly options: ResolvedRedisLockOptions) {
+    this.waiterTtl = Math.max(1_000, 2 * options.commandTimeout);
     this.backend = createBackend(options);
     this.watchdog = new Watchdog((locks) => this.renewLeases(locks), this.logger);
     this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
@@ -57,6 +65,8 @@ export class LockEngine implements LockOperations {
    * Tries at once, then (if `wait` > 0) waits for a release message or the holder's lease end.
    * Redis being out of reach (a failover, a restart) is retried with backoff while the budget
    * lasts; if it still is when the budget runs out, that error is thrown rather than "busy".
+   * In fair mode the waiter queues in Redis under one token for the whole call, and a release
+   * hands the lock to it directly (a `grant` message) when it is first in line.
    */
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const { signal } = request;
@@ -64,12 +74,17 @@ export class LockEngine implements LockOperations {
     const started = monotonicNow();
     const deadline = started + request.wait;
     const keys = this.keysOf(request.key);
+    const fairToken = this.options.fair ? newToken() : undefined;
     let unavailable: RedisUnavailableError | undefined;
     let failures = 0;
-    const tryOnce = async (): Promise<HeldLock | number> => {
+    /** Fair mode: when the last try that found us queued was sent (a hand-off comes after it). */
+    let queuedSince = started;
+    const tryOnce = async (queue: boolean): Promise<HeldLock | number> => {
       try {
-        const outcome = await this.attempt(request, keys);
+        const sentAt = monotonicNow();
+        const outcome = await this.attempt(request, keys, fairToken, queue);
         unavailable = undefined;
+        if (queue && typeof outcome === 'number') queuedSince = sentAt;
         return outcome;
       } catch (error) {
         if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
@@ -78,7 +93,7 @@ export class LockEngine implements LockOperations {
       }
     };
 
-    const first = await tryOnce();
+    const first = await tryOnce(false);
     if (typeof first !== 'number') return { lock: first };
     if (request.wait <= 0) return { busyFor: first, waited: 0 };
 
@@ -87,12 +102,19 @@ export class LockEngine implements LockOperations {
       keys.channel,
       Math.min(this.options.commandTimeout, Math.max(0, deadline - monotonicNow())),
       signal,
+      fairToken,
     );
+    // Fair mode: a queued waiter refreshes its entry before it lapses.
+    const refreshEvery = fairToken ? Math.min(this.waiterTtl, request.ttl) / 3 : Infinity;
+    let leftWithLock = false;
     try {
       let busyFor = first;
       for (;;) {
-        const outcome = await tryOnce();
-        if (typeof outcome !== 'number') return { lock: outcome };
+        const outcome = await tryOnce(true);
+        if (typeof outcome !== 'number') {
+          leftWithLock = true;
+          return { lock: outcome };
+        }
         busyFor = outcome;
         const remaining = deadline - monotonicNow();
         if (remaining <= 0) {
@@ -101,16 +123,25 @@ export class LockEngine implements LockOperations {
         }
         // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
         const jitter = Math.random() * this.options.retryJitter;
-        await waiter.sleep(Math.min(busyFor + jitter, remaining), signal);
+        await waiter.sleep(Math.min(busyFor + jitter, remaining, refreshEvery), signal);
+        if (waiter.grantedFence !== undefined) {
+          leftWithLock = true;
+          return {
+            lock: this.handedOver(request, keys, fairToken!, waiter.grantedFence, queuedSince),
+          };
+        }
       }
     } catch (error) {
       // Leaving without the lock (cancelled, Redis out of reach): a wake-up this waiter may have
       // taken is passed on, so the others do not sleep until their fallback while the lock is free.
       this.notifier.unregister(waiter);
-      this.notifier.passOn(keys.channel);
+      if (!fairToken) this.notifier.passOn(keys.channel);
       throw error;
     } finally {
       this.notifier.unregister(waiter);
+      // Fair mode, leaving without the lock: leave the queue, and pass on a hand-off that may
+      // have reached us meanwhile, so the next in line does not wait for it to lapse.
+      if (fairToken && !leftWithLock) this.leaveQueue(keys, fairToken);
     }
   }
 
@@ -140,6 +171,14 @@ export class LockEngine implements LockOperations {
   }
 
   releaseLease(lock: HeldLock): Promise<boolean> {
+    if (this.options.fair) {
+      // The release script hands the lock to the next in line itself: no local hand-off.
+      return this.bounded(
+        this.freeLease(lock.redisKeys, lock.token),
+        'release',
+        `lock "${lock.key}"`,
+      );
+    }
     this.notifier.releaseSent(lock.token);
     return this.bounded(
       this.backend.release(lock.redisKeys, lock.token),
@@ -191,40 +230,114 @@ export class LockEngine implements LockOperations {
     await this.backend.close();
   }
 
-  /** One try: a lock, or the holder's remaining lease in ms. */
-  private async attempt(request: AcquireRequest, keys: LockRedisKeys): Promise<HeldLock | number> {
+  /**
+   * One try: a lock, or the ms until another try is worth it (the holder's remaining lease).
+   * Fair mode tries as `fairToken`, joining (or staying in) the queue when `queue` is set.
+   */
+  private async attempt(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    fairToken: string | undefined,
+    queue: boolean,
+  ): Promise<HeldLock | number> {
     if (this.closing) throw new RedisLockError(messages.shuttingDown());
-    const token = newToken();
+    const token = fairToken ?? newToken();
+    const ttl = Math.ceil(request.ttl);
     const sentAt = monotonicNow();
-    const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl));
-    let fence: number;
+    const sent = fairToken
+      ? this.backend.fairAcquire!(keys, token, ttl, queue, this.waiterTtl)
+      : this.backend.acquire(keys, token, ttl);
+    let reply: number | [number, number];
     try {
-      fence = await raceAbort(
+      reply = await raceAbort(
         this.bounded(sent, 'acquire', `lock "${request.key}"`),
         request.signal,
       );
     } catch (error) {
-      // Timed out or cancelled while the server may still grant it: free that grant when it lands.
-      sent.then(
-        (late) => {
-          if (late > 0) void this.backend.release(keys, token).catch(() => undefined);
-        },
-        () => undefined,
-      );
+      // Timed out or cancelled while the server may still grant it: free that grant when it
+      // lands. (Fair mode keeps the token for the whole call, and frees it when the call leaves.)
+      if (!fairToken) {
+        sent.then(
+          (late) => {
+            if (typeof late === 'number' && late > 0)
+              void this.backend.release(keys, token).catch(() => undefined);
+          },
+          () => undefined,
+        );
+      }
       throw error;
     }
-    if (fence <= 0) return -fence;
+    if (typeof reply === 'number' && reply <= 0) return -reply;
     if (this.closing) {
       // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
-      void this.backend.release(keys, token).catch(() => undefined);
+      void this.freeLease(keys, token).catch(() => undefined);
       throw new RedisLockError(messages.shuttingDown());
     }
+    if (typeof reply === 'number') {
+      return this.track(
+        new HeldLock(this, request.key, keys, token, reply, request.ttl, sentAt, this),
+        request,
+      );
+    }
+    // Fair mode: already ours, handed over by a release whose message we missed. Its lease ends
+    // `pttl` after this try ran, which was after we sent it; renew it to the full ttl at once.
+    const [fence, pttl] = reply;
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
+    lock.validUntil = sentAt + pttl - this.drift(pttl);
+    return this.track(lock, request, true);
+  }
+
+  /**
+   * Fair mode: a release handed us the lock (its `grant` message). It did so after the last try
+   * that found us queued was sent (`queuedSince`), with a lease of `min(ttl, waiterTtl)`: a
+   * sound deadline on our clock. Renewed to the full ttl at once.
+   */
+  private handedOver(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    token: string,
+    fence: number,
+    queuedSince: number,
+  ): HeldLock {
+    if (this.closing) {
+      this.leaveQueue(keys, token); // hands it to the next in line
+      throw new RedisLockError(messages.shuttingDown());
+    }
+    const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
+    const lock = new HeldLock(
+      this,
+      request.key,
+      keys,
+      token,
+      fence,
+      request.ttl,
+      queuedSince,
+      this,
+    );
+    lock.validUntil = queuedSince + lease - this.drift(lease);
+    return this.track(lock, request, true);
+  }
+
+  /** Watches a new lock: renewed when it renews, declared lost at its deadline either way. */
+  private track(lock: HeldLock, request: AcquireRequest, renewNow = false): HeldLock {
     lock.renews = request.renew;
+    if (renewNow) lock.nextRenewAt = monotonicNow();
     this.held.add(lock);
-    // Every held lock is watched: renewed when it renews, declared lost at its deadline either way.
     this.watchdog.add(lock);
     return lock;
+  }
+
+  /** Frees a lease this engine was granted (fair mode: hands it to the next in line). */
+  private freeLease(keys: LockRedisKeys, token: string): Promise<boolean> {
+    return this.options.fair
+      ? this.backend.fairRelease!(keys, token, this.waiterTtl)
+      : this.backend.release(keys, token);
+  }
+
+  private leaveQueue(keys: LockRedisKeys, token: string): void {
+    void this.bounded(this.freeLease(keys, token), 'leave-queue', 'a fair queue').catch(
+      (error: unknown) => this.logger.warn(`Leaving a fair queue failed: ${String(error)}`),
+    );
   }
 
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */

@@ -8,13 +8,25 @@ import type { ReleasePubSub } from '../backends/lock-backend';
 export class Waiter {
   private wake?: () => void;
   private pendingWake = false;
+  /** Fair mode: the fence of the lock a release handed to this waiter's token. */
+  grantedFence?: number;
 
-  constructor(readonly channel: string) {}
+  constructor(
+    readonly channel: string,
+    /** Fair mode: the waiter's token, its place in the queue (hand-offs are addressed to it). */
+    readonly token?: string,
+  ) {}
 
   /** Called by the notifier when a release message for this channel arrives. */
   notify(): void {
     if (this.wake) this.wake();
     else this.pendingWake = true;
+  }
+
+  /** Fair mode: a release handed the lock to this waiter. */
+  grant(fence: number): void {
+    this.grantedFence = fence;
+    this.notify();
   }
 
   get isSleeping(): boolean {
@@ -56,6 +68,9 @@ interface Channel {
   readonly subscribed: Promise<unknown>;
 }
 
+/** Prefix of a fair-mode hand-off message: `grant:<token>:<fence>`. */
+const GRANT = 'grant:';
+
 /** Own releases remembered at most (oldest forgotten first): bounds the map if messages are lost. */
 const MAX_OWN_RELEASES = 10_000;
 
@@ -86,8 +101,13 @@ export class ReleaseNotifier {
    * Registers a waiter; resolves once the server confirmed the subscription, or after
    * `timeoutMs` (Redis out of reach) — the waiter then relies on its fallback timer.
    */
-  async register(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<Waiter> {
-    const waiter = new Waiter(channel);
+  async register(
+    channel: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+    token?: string,
+  ): Promise<Waiter> {
+    const waiter = new Waiter(channel, token);
     let entry = this.channels.get(channel);
     if (!entry && this.closed) {
       // Shutting down: no new subscriber connection; the waiter relies on its fallback timer.
@@ -189,6 +209,14 @@ export class ReleaseNotifier {
   }
 
   private onMessage(channel: string, message: string): void {
+    if (message.startsWith(GRANT)) {
+      // Fair mode: the lock was handed to one waiter's token; only that waiter wakes.
+      const [token, fence] = message.slice(GRANT.length).split(':');
+      for (const waiter of this.channels.get(channel)?.waiters ?? []) {
+        if (waiter.token === token) waiter.grant(Number(fence));
+      }
+      return;
+    }
     const own = this.ownReleases.get(message);
     if (own === true) {
       this.ownReleases.delete(message); // the reply already handed it off here

@@ -9,6 +9,9 @@ export interface LockRedisKeys {
   readonly fence: string;
   /** Pub/sub channel a release publishes on, to wake waiters at once. */
   readonly channel: string;
+  /** Fair mode: the waiters in arrival order (ZSET), and their entries (HASH). */
+  readonly queue: string;
+  readonly waiters: string;
 }
 
 /**
@@ -17,7 +20,13 @@ export interface LockRedisKeys {
  */
 export function lockRedisKeys(prefix: string, key: string): LockRedisKeys {
   const lock = `${prefix}{${hashTagSafe(key)}}`;
-  return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
+  return {
+    lock,
+    fence: `${lock}:fence`,
+    channel: `${lock}:released`,
+    queue: `${lock}:queue`,
+    waiters: `${lock}:waiters`,
+  };
 }
 
 /**

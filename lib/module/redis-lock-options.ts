@@ -76,6 +76,16 @@ export interface RedisLockModuleOptions {
    */
   replicaAck?: ReplicaAckOptions;
   /**
+   * First come, first served: waiters queue in Redis, and a release hands the lock straight to
+   * the longest-waiting live one (no race between woken waiters, no barging by newcomers). Costs
+   * two more keys per contended lock and a queue refresh by each waiter every
+   * `min(ttl, waiterTtl) / 3`; a waiter that dies while queued can hold up the queue for at most
+   * `waiterTtl` (`max(1000, 2 × commandTimeout)` ms). One Redis or a Cluster; not with `redlock`
+   * or `replicaAck`. Use it for every service that locks the same keys.
+   * @default false
+   */
+  fair?: boolean;
+  /**
    * Prefix of every Redis key this library writes. Keys are `<prefix>{<lock key>}` plus
    * `:fence` (fence counter) and `:released` (release channel), all in one hash slot.
    * @default 'lock:'

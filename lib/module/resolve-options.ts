@@ -16,6 +16,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   onLost: 'throw',
   reentrant: true,
   busyStatus: 409,
+  fair: false,
 };
 
 /** Merges defaults and rejects bad values at startup, with a message that names the option. */
@@ -52,6 +53,18 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertPositive('commandTimeout', resolved.commandTimeout);
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
+  if (typeof resolved.fair !== 'boolean') {
+    throw new RedisLockConfigError(messages.badOption('fair', resolved.fair, 'a boolean'));
+  }
+  if (resolved.fair && (resolved.redlock || resolved.replicaAck)) {
+    throw new RedisLockConfigError(
+      messages.badOption(
+        'fair',
+        `set with ${resolved.redlock ? 'redlock' : 'replicaAck'}`,
+        'one Redis or a Cluster without replicaAck (a hand-off is granted by the releaser)',
+      ),
+    );
+  }
   if (typeof resolved.reentrant !== 'boolean') {
     throw new RedisLockConfigError(
       messages.badOption('reentrant', resolved.reentrant, 'a boolean'),

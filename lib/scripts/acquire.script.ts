@@ -1,3 +1,4 @@
+import { nextFenceLua } from './fence.lua';
 import { LuaScript } from './lua-script';
 
 /**
@@ -10,16 +11,7 @@ export const acquireScript = new LuaScript(
   'acquire',
   `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  -- Granted. The fence counter never expires, so fences stay strictly increasing per key.
-  local fence = redis.call('INCR', KEYS[2])
-  if fence == 1 then
-    -- A new counter, or one a restart without persistence lost: start from Redis' clock in
-    -- microseconds, above any fence handed out before (unless a key saw > 1 grant per us).
-    local now = redis.call('TIME')
-    fence = string.format('%d', now[1] * 1000000 + now[2])
-    redis.call('SET', KEYS[2], fence)
-    return tonumber(fence)
-  end
+${nextFenceLua('KEYS[2]')}
   return fence
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then

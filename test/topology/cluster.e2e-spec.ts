@@ -164,6 +164,35 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     }
   });
 
+  it('fair mode: hands the lock over in arrival order through sharded pub/sub, on every shard', async () => {
+    const fair = (): LockService =>
+      services.create({ cluster: { nodes: topology.startupNodes }, fair: true });
+    for (let index = 0; index < 3; index++) {
+      const [key] = await keysOnShard(index, `fair:${index}`);
+      const queue = `${redisKeyOf(prefix, key)}:queue`;
+      const holder = await fair().acquire(key, { ttl: 20_000 });
+      const order: number[] = [];
+      const done: Promise<void>[] = [];
+      for (let i = 0; i < 3; i++) {
+        const waiting = fair().acquire(key, { wait: 15_000 });
+        // Queued in the lock's own slot (no CROSSSLOT), one after the other.
+        await waitFor(async () => (await admin.zcard(queue)) === i + 1);
+        done.push(
+          waiting.then(async (lock) => {
+            order.push(i);
+            await lock.release();
+          }),
+        );
+      }
+      const released = now();
+      expect(await holder.release()).toBe(true);
+      await Promise.all(done);
+      // Three hand-offs by grant message; without them each would wait out a 20 s lease.
+      expect(now() - released).toBeLessThan(5_000);
+      expect(order).toEqual([0, 1, 2]);
+    }
+  });
+
   it('accepts your own ioredis Cluster as `redis` (sharded wake-ups both ways) and leaves it open', async () => {
     const own = new Cluster(topology.startupNodes);
     own.on('error', () => undefined);

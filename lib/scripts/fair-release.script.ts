@@ -1,0 +1,43 @@
+import { nextFenceLua } from './fence.lua';
+import { LuaScript } from './lua-script';
+
+/**
+ * Fair mode's release, also used by a waiter that leaves the queue: drops `token`'s queue entry,
+ * and if `token` holds the lock, hands it straight to the first live waiter — the lock is never
+ * free for a newcomer to take while someone queues. The new holder gets a short lease (at most
+ * its entry's lifetime, so a waiter that died since its last refresh blocks no longer than that),
+ * which it renews at once.
+ * KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] waiters, KEYS[5] channel.
+ * ARGV[1] token, ARGV[2] 'PUBLISH' or 'SPUBLISH', ARGV[3] waiter entry lifetime in ms.
+ * Publishes "grant:<token>:<fence>" for a hand-off, else the releasing token.
+ * Returns 1 when `token` held the lock (released or handed over), 0 otherwise.
+ */
+export const fairReleaseScript = new LuaScript(
+  'fair-release',
+  `
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+while true do
+  local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if not head then break end
+  local entry = redis.call('HGET', KEYS[4], head)
+  redis.call('ZREM', KEYS[3], head)
+  redis.call('HDEL', KEYS[4], head)
+  if entry then
+    local expiresAt, lease = string.match(entry, '^(%d+) (%d+)$')
+    if tonumber(expiresAt) > now then
+      redis.call('SET', KEYS[1], head, 'PX', math.min(tonumber(lease), tonumber(ARGV[3])))
+${nextFenceLua('KEYS[2]')}
+      redis.call(ARGV[2], KEYS[5], 'grant:' .. head .. ':' .. string.format('%d', fence))
+      return 1
+    end
+  end
+end
+redis.call(ARGV[2], KEYS[5], ARGV[1])
+return 1
+`,
+);

@@ -1,0 +1,216 @@
+/**
+ * Fair mode (`fair: true`): waiters queue in Redis and a release hands the lock straight to the
+ * longest-waiting live one. Runs on a private redis-server, so the queue can be inspected and the
+ * subscriber connection killed.
+ */
+import Redis from 'ioredis';
+import {
+  LockNotAcquiredError,
+  LockService,
+  RedisLockConfigError,
+  type LockHandle,
+} from 'nestjs-redis-lock';
+import { fairAcquireScript } from '../lib/scripts/fair-acquire.script';
+import { lockServices, redisKeyOf } from './support/lock-services';
+import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
+import { now, sleep, waitFor } from './support/time';
+
+const prefix = 'fair:';
+let server: RedisServer;
+let redis: Redis;
+let services: ReturnType<typeof lockServices>;
+const keyOf = (key: string): string => redisKeyOf(prefix, key);
+const queueOf = (key: string): string => `${keyOf(key)}:queue`;
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = new Redis(server.url);
+  services = lockServices({ redis: server.url, prefix, fair: true });
+});
+
+afterAll(async () => {
+  await services?.closeAll();
+  redis?.disconnect();
+  await stopAllRedis();
+});
+
+/**
+ * Starts `service.acquire(key)` and resolves once it is queued (the queue has `position` + 1),
+ * with the acquisition wrapped (an async function would adopt the promise and wait for it).
+ */
+async function queuedAcquire(
+  service: LockService,
+  key: string,
+  position: number,
+  options: { wait?: number; signal?: AbortSignal } = {},
+): Promise<{ acquired: Promise<LockHandle> }> {
+  const acquired = service.acquire(key, { wait: 10_000, ...options });
+  acquired.catch(() => undefined); // awaited by the test when it expects a rejection
+  await waitFor(async () => (await redis.zcard(queueOf(key))) === position + 1, 5_000, 2);
+  return { acquired };
+}
+
+describe('fair mode', () => {
+  it('hands the lock to waiters in arrival order, never leaving it free in between', async () => {
+    const holder = await services.create().acquire('order');
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let i = 0; i < 5; i++) {
+      // Each waiter is its own service (its own connections), as in separate processes.
+      const { acquired: acquired } = await queuedAcquire(services.create(), 'order', i);
+      waiters.push(
+        acquired.then(async (lock) => {
+          order.push(i);
+          // The lock went from the previous holder to this one inside one script.
+          expect(await redis.get(keyOf('order'))).toBe(lock.token);
+          await sleep(5);
+          await lock.release();
+        }),
+      );
+    }
+    await holder.release();
+    expect(await redis.get(keyOf('order'))).not.toBeNull(); // handed over, not freed
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    expect(await redis.exists(keyOf('order'), queueOf('order'))).toBe(0);
+  });
+
+  it('lets no newcomer barge in: tryAcquire finds it taken the instant it is released', async () => {
+    const holder = await services.create().acquire('barge');
+    const { acquired: queued } = await queuedAcquire(services.create(), 'barge', 0);
+    const newcomer = services.create();
+    expect(await newcomer.tryAcquire('barge')).toBeNull();
+    expect(await redis.zcard(queueOf('barge'))).toBe(1); // tryAcquire does not queue
+    await holder.release();
+    expect(await newcomer.tryAcquire('barge')).toBeNull();
+    const lock = await queued;
+    expect(lock.fence).toBeGreaterThan(holder.fence);
+    expect(await lock.release()).toBe(true);
+    expect(await newcomer.tryAcquire('barge')).not.toBeNull();
+  });
+
+  it('renews a handed-over lock to its full ttl at once', async () => {
+    const holder = await services.create().acquire('renew');
+    const { acquired: queued } = await queuedAcquire(services.create(), 'renew', 0);
+    await holder.release();
+    const lock = await queued;
+    // The hand-off lease is short (the waiter's entry lifetime, 4 s); the watchdog extends it
+    // to the waiter's 30 s ttl.
+    await waitFor(async () => (await redis.pttl(keyOf('renew'))) > 20_000, 3_000, 5);
+    expect(lock.isHeld).toBe(true);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('a waiter whose budget runs out, or that is cancelled, leaves the queue', async () => {
+    const holder = await services.create().acquire('leave');
+    const budget = services.create().acquire('leave', { wait: 300 });
+    await waitFor(async () => (await redis.zcard(queueOf('leave'))) === 1, 5_000, 2);
+    await expect(budget).rejects.toBeInstanceOf(LockNotAcquiredError);
+    await waitFor(async () => (await redis.zcard(queueOf('leave'))) === 0, 2_000, 2);
+
+    const controller = new AbortController();
+    const { acquired: cancelled } = await queuedAcquire(services.create(), 'leave', 0, {
+      signal: controller.signal,
+    });
+    const { acquired: next } = await queuedAcquire(services.create(), 'leave', 1);
+    controller.abort(new Error('changed my mind'));
+    await expect(cancelled).rejects.toThrow('changed my mind');
+    await waitFor(async () => (await redis.zcard(queueOf('leave'))) === 1, 2_000, 2);
+    await holder.release();
+    expect(await (await next).release()).toBe(true);
+  });
+
+  it('a waiter cancelled as the hand-off reaches it passes the lock on (no wait for a lapse)', async () => {
+    const holder = await services.create().acquire('race');
+    const controller = new AbortController();
+    const { acquired: first } = await queuedAcquire(services.create(), 'race', 0, {
+      signal: controller.signal,
+    });
+    const { acquired: second } = await queuedAcquire(services.create(), 'race', 1);
+    const releasing = holder.release();
+    controller.abort(new Error('gone')); // its leave races the hand-off to it
+    await releasing;
+    const started = now();
+    await first.then(
+      (lock) => lock.release(), // it won the race: the lock was handed over before the abort
+      () => undefined,
+    );
+    const lock = await second;
+    // Had the hand-off to the leaver not been passed on, this would wait out its 4 s lease.
+    expect(now() - started).toBeLessThan(2_000);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('a waiter that died in the queue holds it up for at most its entry lifetime, not the ttl', async () => {
+    // commandTimeout 300 → a queue entry lives 1 s unless refreshed (max(1000, 2 × 300)).
+    const options = { commandTimeout: 300, ttl: 30_000 };
+    const holder = await services.create(options).acquire('dead');
+    // A waiter that queued and then vanished (its process killed): an entry nobody refreshes.
+    await fairAcquireScript.run(
+      redis,
+      [keyOf('dead'), `${keyOf('dead')}:fence`, queueOf('dead'), `${keyOf('dead')}:waiters`],
+      ['dead-waiter-token', 30_000, '1', 1_000],
+    );
+    const { acquired: alive } = await queuedAcquire(services.create(options), 'dead', 1);
+    const releasedAt = now();
+    await holder.release();
+    // Handed to the dead waiter (its entry was still live), with a lease of its entry lifetime.
+    expect(await redis.get(keyOf('dead'))).toBe('dead-waiter-token');
+    expect(await redis.pttl(keyOf('dead'))).toBeLessThanOrEqual(1_000);
+    const lock = await alive;
+    const after = now() - releasedAt;
+    expect(after).toBeGreaterThanOrEqual(1_000 - 5); // exclusion: not before that lease ended
+    expect(after).toBeLessThan(5_000); // bounded by the entry lifetime, far from the 30 s ttl
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('skips a dead waiter whose entry already lapsed', async () => {
+    const holder = await services.create().acquire('lapsed');
+    await fairAcquireScript.run(
+      redis,
+      [
+        keyOf('lapsed'),
+        `${keyOf('lapsed')}:fence`,
+        queueOf('lapsed'),
+        `${keyOf('lapsed')}:waiters`,
+      ],
+      ['lapsed-waiter-token', 30_000, '1', 100],
+    );
+    const { acquired: alive } = await queuedAcquire(services.create(), 'lapsed', 1);
+    await sleep(150); // the dead entry lapses; the live one is refreshed
+    await holder.release();
+    const lock = await alive;
+    expect(await redis.get(keyOf('lapsed'))).toBe(lock.token);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('finds a hand-off whose message was lost at its next queue refresh', async () => {
+    const options = { commandTimeout: 300 }; // entry lifetime 1 s, refreshed every ~333 ms
+    const holder = await services.create(options).acquire('lost-message');
+    const { acquired: queued } = await queuedAcquire(services.create(options), 'lost-message', 0);
+    // Kill the waiters' subscriber connections: the grant message goes nowhere.
+    await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await holder.release();
+    const lock = await queued;
+    expect(await redis.get(keyOf('lost-message'))).toBe(lock.token);
+    expect(lock.isHeld).toBe(true);
+    await waitFor(async () => (await redis.pttl(keyOf('lost-message'))) > 1_000, 3_000, 5);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('is refused with redlock or replicaAck (the releaser grants the hand-off)', () => {
+    expect(
+      () =>
+        new LockService({
+          fair: true,
+          redlock: { nodes: ['redis://a:1', 'redis://b:2', 'redis://c:3'] },
+        }),
+    ).toThrow(RedisLockConfigError);
+    expect(
+      () => new LockService({ fair: true, replicaAck: { minReplicas: 1, timeout: 100 } }),
+    ).toThrow(RedisLockConfigError);
+    expect(() => new LockService({ fair: 'yes' as unknown as boolean })).toThrow(
+      RedisLockConfigError,
+    );
+  });
+});
