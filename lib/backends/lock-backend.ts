@@ -55,7 +55,7 @@ export interface LockBackend {
    * Fair mode: leaves the queue, and if `token` holds the lock, hands it to the first live waiter
    * (or frees it). Resolves whether `token` held it.
    */
-  fairRelease?(keys: LockRedisKeys, token: string, waiterTtl: number): Promise<boolean>;
+  fairRelease?(keys: LockRedisKeys, token: string): Promise<boolean>;
   /** Deletes whoever holds it. Resolves whether a lock was deleted. */
   forceRelease(keys: LockRedisKeys): Promise<boolean>;
   isLocked(keys: LockRedisKeys): Promise<boolean>;

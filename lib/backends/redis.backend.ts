@@ -108,13 +108,13 @@ export class RedisBackend implements LockBackend {
     return Array.isArray(reply) ? [Number(reply[0]), Number(reply[1])] : Number(reply);
   }
 
-  async fairRelease(keys: LockRedisKeys, token: string, waiterTtl: number): Promise<boolean> {
+  async fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
     const released =
       (await fairReleaseScript.run(
         this.client,
         [keys.lock, keys.fence, keys.queue, keys.waiters, keys.channel],
-        [token, this.publish, waiterTtl],
+        [token, this.publish],
       )) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {

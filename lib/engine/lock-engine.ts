@@ -330,7 +330,7 @@ export class LockEngine implements LockOperations {
   /** Frees a lease this engine was granted (fair mode: hands it to the next in line). */
   private freeLease(keys: LockRedisKeys, token: string): Promise<boolean> {
     return this.options.fair
-      ? this.backend.fairRelease!(keys, token, this.waiterTtl)
+      ? this.backend.fairRelease!(keys, token)
       : this.backend.release(keys, token);
   }
 

@@ -6,7 +6,8 @@ import { LuaScript } from './lua-script';
  * head of the queue only, and a release hands it to the head directly (`fairReleaseScript`).
  * KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue (ZSET token → arrival, Redis µs),
  * KEYS[4] waiters (HASH token → "expiresAt lease": when its entry lapses unless refreshed, and
- * the lease a hand-off gives it). All in one hash slot.
+ * the lease a hand-off gives it, min(ttl, entry lifetime) — the waiter's own figure, so it knows
+ * the lease it was handed whoever releases). All in one hash slot.
  * ARGV[1] token (one per acquire call: its place in the queue), ARGV[2] lease in ms,
  * ARGV[3] '1' to queue (or stay queued) when busy, ARGV[4] waiter entry lifetime in ms.
  * Returns the fence (> 0) when granted now; {fence, pttl} when the lock is already ours (handed
@@ -49,7 +50,8 @@ if ARGV[3] == '1' then
   if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
     redis.call('ZADD', KEYS[3], t[1] * 1000000 + t[2], ARGV[1])
   end
-  redis.call('HSET', KEYS[4], ARGV[1], (now + tonumber(ARGV[4])) .. ' ' .. ARGV[2])
+  local lease = math.min(tonumber(ARGV[2]), tonumber(ARGV[4]))
+  redis.call('HSET', KEYS[4], ARGV[1], string.format('%d %d', now + tonumber(ARGV[4]), lease))
   -- The queue outlives no waiter: it goes when the last entry would have lapsed.
   if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[4]) then
     redis.call('PEXPIRE', KEYS[3], ARGV[4])

@@ -4,11 +4,11 @@ import { LuaScript } from './lua-script';
 /**
  * Fair mode's release, also used by a waiter that leaves the queue: drops `token`'s queue entry,
  * and if `token` holds the lock, hands it straight to the first live waiter — the lock is never
- * free for a newcomer to take while someone queues. The new holder gets a short lease (at most
- * its entry's lifetime, so a waiter that died since its last refresh blocks no longer than that),
- * which it renews at once.
+ * free for a newcomer to take while someone queues. The new holder gets the short lease its entry
+ * names (at most its entry's lifetime, so a waiter that died since its last refresh blocks no
+ * longer than that), which it renews at once.
  * KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] waiters, KEYS[5] channel.
- * ARGV[1] token, ARGV[2] 'PUBLISH' or 'SPUBLISH', ARGV[3] waiter entry lifetime in ms.
+ * ARGV[1] token, ARGV[2] 'PUBLISH' or 'SPUBLISH'.
  * Publishes "grant:<token>:<fence>" for a hand-off, else the releasing token.
  * Returns 1 when `token` held the lock (released or handed over), 0 otherwise.
  */
@@ -30,7 +30,7 @@ while true do
   if entry then
     local expiresAt, lease = string.match(entry, '^(%d+) (%d+)$')
     if tonumber(expiresAt) > now then
-      redis.call('SET', KEYS[1], head, 'PX', math.min(tonumber(lease), tonumber(ARGV[3])))
+      redis.call('SET', KEYS[1], head, 'PX', lease)
 ${nextFenceLua('KEYS[2]')}
       redis.call(ARGV[2], KEYS[5], 'grant:' .. head .. ':' .. string.format('%d', fence))
       return 1
