@@ -198,6 +198,92 @@ describe('fair mode', () => {
     expect(await lock.release()).toBe(true);
   });
 
+  it('ignores a hand-off message older than what its last try saw (a long-paused waiter)', async () => {
+    const holder = await services.create().acquire('stale');
+    const { acquired } = await queuedAcquire(services.create(), 'stale', 0);
+    const [token] = await redis.zrange(queueOf('stale'), 0, 0);
+    // What a waiter paused past its hand-off lease reads late: a grant from before its last try.
+    await redis.publish(`${keyOf('stale')}:released`, `grant:${token}:1`);
+    await sleep(100);
+    let settled = false;
+    void acquired.then(() => (settled = true));
+    await sleep(50);
+    expect(settled).toBe(false); // still waiting: the holder has it
+    expect(await redis.get(keyOf('stale'))).toBe(holder.token);
+    await holder.release();
+    const lock = await acquired;
+    expect(lock.token).toBe(token);
+    expect(lock.fence).toBeGreaterThan(holder.fence);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('frees a grant that lands after the call gave up on its first try (no 10 s orphan)', async () => {
+    const controller = new AbortController();
+    const service = services.create();
+    const call = service.acquire('orphan', { ttl: 10_000, signal: controller.signal });
+    controller.abort(new Error('gave up')); // the try is on its way and will be granted
+    await expect(call).rejects.toThrow('gave up');
+    await waitFor(async () => (await redis.exists(keyOf('orphan'))) === 0, 5_000, 5);
+  });
+
+  it('gives a renew: false lock handed over its full ttl (one extension)', async () => {
+    const holder = await services.create().acquire('fixed');
+    const { acquired } = await queuedAcquire(services.create(), 'fixed', 0, {});
+    void acquired; // replaced below by a renew: false waiter
+    const fixedWaiter = services
+      .create()
+      .acquire('fixed', { ttl: 20_000, renew: false, wait: 10_000 });
+    await waitFor(async () => (await redis.zcard(queueOf('fixed'))) === 2, 5_000, 2);
+    await holder.release();
+    await (await acquired).release();
+    const lock = await fixedWaiter;
+    // Handed over with a 4 s lease, then extended once to its 20 s ttl before acquire resolved.
+    expect(await redis.pttl(keyOf('fixed'))).toBeGreaterThan(10_000);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('hands a dead waiter no more than what was left of its entry', async () => {
+    const holder = await services.create().acquire('dead-cap');
+    await fairAcquireScript.run(
+      redis,
+      [
+        keyOf('dead-cap'),
+        `${keyOf('dead-cap')}:fence`,
+        queueOf('dead-cap'),
+        `${keyOf('dead-cap')}:waiters`,
+      ],
+      ['dead-waiter-token', 30_000, '1', 1_000],
+    );
+    await sleep(600); // the entry has ~400 ms left
+    await holder.release();
+    expect(await redis.get(keyOf('dead-cap'))).toBe('dead-waiter-token');
+    expect(await redis.pttl(keyOf('dead-cap'))).toBeLessThanOrEqual(450);
+  });
+
+  it('close() passes on a hand-off its own waiter received, and ends that waiting call', async () => {
+    const closing = services.create();
+    const holder = await closing.acquire('closing');
+    const { acquired: own } = await queuedAcquire(closing, 'closing', 0);
+    const { acquired: other } = await queuedAcquire(services.create(), 'closing', 1);
+    const started = now();
+    await closing.close(); // releases `holder` → handed to `own` → `own` leaves → to `other`
+    await expect(own).rejects.toThrow(/shutting down/);
+    const lock = await other;
+    expect(now() - started).toBeLessThan(2_000); // not the 4 s lapse of a stranded hand-off
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('copes with a garbage queue entry and a fractional commandTimeout', async () => {
+    await redis.zadd(queueOf('garbage'), 0, 'garbage-token');
+    await redis.hset(`${keyOf('garbage')}:waiters`, 'garbage-token', 'not an entry');
+    const service = services.create({ commandTimeout: 600.25 });
+    const holder = await service.acquire('garbage'); // the garbage head counts as lapsed
+    const { acquired } = await queuedAcquire(service, 'garbage', 0);
+    expect(await redis.pttl(queueOf('garbage'))).toBeGreaterThan(0);
+    await holder.release();
+    expect(await (await acquired).release()).toBe(true);
+  });
+
   it('is refused with redlock or replicaAck (the releaser grants the hand-off)', () => {
     expect(
       () =>

@@ -13,6 +13,15 @@ export interface ReleasePubSub {
   close(): void;
 }
 
+/** What one fair-mode try found. */
+export type FairAcquireReply =
+  /** Granted now, with the full ttl counted from when the try ran. */
+  | { granted: number }
+  /** Already `token`'s (a release handed it over): its fence, and the lease left (ms). */
+  | { ours: number; pttl: number }
+  /** Busy: ms until another try is worth it, and the fence counter as it stood. */
+  | { busy: number; fence: number };
+
 /** A held lease as the watchdog renews it. */
 export interface RenewableLease {
   readonly redisKeys: LockRedisKeys;
@@ -40,9 +49,7 @@ export interface LockBackend {
   release(keys: LockRedisKeys, token: string): Promise<boolean>;
   /**
    * Fair mode (one Redis or a Cluster; not Redlock): tries once, as the waiter `token` (one per
-   * acquire call), joining or staying in the queue when `queue` is set. Resolves the fence (> 0)
-   * when granted now, `[fence, pttl]` when the lock is already `token`'s (handed over by a
-   * release), or -(ms until a retry is worth it) when busy.
+   * acquire call), joining or staying in the queue when `queue` is set.
    */
   fairAcquire?(
     keys: LockRedisKeys,
@@ -50,7 +57,7 @@ export interface LockBackend {
     ttl: number,
     queue: boolean,
     waiterTtl: number,
-  ): Promise<number | [number, number]>;
+  ): Promise<FairAcquireReply>;
   /**
    * Fair mode: leaves the queue, and if `token` holds the lock, hands it to the first live waiter
    * (or frees it). Resolves whether `token` held it.

@@ -17,7 +17,7 @@ import { fairReleaseScript } from '../scripts/fair-release.script';
 import { forceReleaseScript } from '../scripts/force-release.script';
 import { releaseScript } from '../scripts/release.script';
 import { renewManyScript } from '../scripts/renew-many.script';
-import type { LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
+import type { FairAcquireReply, LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
 
 /**
  * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small
@@ -99,13 +99,15 @@ export class RedisBackend implements LockBackend {
     ttl: number,
     queue: boolean,
     waiterTtl: number,
-  ): Promise<number | [number, number]> {
+  ): Promise<FairAcquireReply> {
     const reply = await fairAcquireScript.run(
       this.client,
       [keys.lock, keys.fence, keys.queue, keys.waiters],
       [token, ttl, queue ? '1' : '0', waiterTtl],
     );
-    return Array.isArray(reply) ? [Number(reply[0]), Number(reply[1])] : Number(reply);
+    if (!Array.isArray(reply)) return { granted: Number(reply) };
+    const [first, second] = reply.map(Number);
+    return first > 0 ? { ours: first, pttl: second } : { busy: -first, fence: second };
   }
 
   async fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {

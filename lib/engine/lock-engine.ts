@@ -11,6 +11,7 @@ import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow, newToken } from './clock';
+import { FairCall } from './fair-call';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
 import { Watchdog } from './watchdog';
@@ -42,6 +43,9 @@ export class LockEngine implements LockOperations {
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
   private closing = false;
+  /** Acquire calls in progress, and fair-mode queue leaves not yet answered (for close()). */
+  private readonly calls = new Set<Promise<AcquireOutcome>>();
+  private readonly leaving = new Set<Promise<void>>();
 
   /**
    * Fair mode: how long a waiter's queue entry lives without a refresh, and the longest lease a
@@ -51,7 +55,7 @@ export class LockEngine implements LockOperations {
   private readonly waiterTtl: number;
 
   constructor(readonly options: ResolvedRedisLockOptions) {
-    this.waiterTtl = Math.max(1_000, 2 * options.commandTimeout);
+    this.waiterTtl = Math.ceil(Math.max(1_000, 2 * options.commandTimeout));
     this.backend = createBackend(options);
     this.watchdog = new Watchdog((locks) => this.renewLeases(locks), this.logger);
     this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
@@ -68,23 +72,28 @@ export class LockEngine implements LockOperations {
    * In fair mode the waiter queues in Redis under one token for the whole call, and a release
    * hands the lock to it directly (a `grant` message) when it is first in line.
    */
-  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+  acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    const call = this.acquireOnce(request);
+    // close() waits for calls in progress, so none leaves a grant or a queue entry behind.
+    this.calls.add(call);
+    const forget = (): void => void this.calls.delete(call);
+    call.then(forget, forget);
+    return call;
+  }
+
+  private async acquireOnce(request: AcquireRequest): Promise<AcquireOutcome> {
     const { signal } = request;
     signal?.throwIfAborted();
     const started = monotonicNow();
     const deadline = started + request.wait;
     const keys = this.keysOf(request.key);
-    const fairToken = this.options.fair ? newToken() : undefined;
+    const fair = this.options.fair ? new FairCall(newToken(), started) : undefined;
     let unavailable: RedisUnavailableError | undefined;
     let failures = 0;
-    /** Fair mode: when the last try that found us queued was sent (a hand-off comes after it). */
-    let queuedSince = started;
     const tryOnce = async (queue: boolean): Promise<HeldLock | number> => {
       try {
-        const sentAt = monotonicNow();
-        const outcome = await this.attempt(request, keys, fairToken, queue);
+        const outcome = await this.attempt(request, keys, fair, queue);
         unavailable = undefined;
-        if (queue && typeof outcome === 'number') queuedSince = sentAt;
         return outcome;
       } catch (error) {
         if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
@@ -92,56 +101,67 @@ export class LockEngine implements LockOperations {
         return Math.min(50 * 2 ** failures++, 1_000);
       }
     };
-
-    const first = await tryOnce(false);
-    if (typeof first !== 'number') return { lock: first };
-    if (request.wait <= 0) return { busyFor: first, waited: 0 };
-
-    // Subscribe before the next try, so a release between our try and our sleep is never missed.
-    const waiter: Waiter = await this.notifier.register(
-      keys.channel,
-      Math.min(this.options.commandTimeout, Math.max(0, deadline - monotonicNow())),
-      signal,
-      fairToken,
-    );
-    // Fair mode: a queued waiter refreshes its entry before it lapses.
-    const refreshEvery = fairToken ? Math.min(this.waiterTtl, request.ttl) / 3 : Infinity;
-    let leftWithLock = false;
+    /** Fair mode: leave the queue on the way out, unless we hold the lock or never queued. */
+    let leave = fair !== undefined;
     try {
-      let busyFor = first;
-      for (;;) {
-        const outcome = await tryOnce(true);
-        if (typeof outcome !== 'number') {
-          leftWithLock = true;
-          return { lock: outcome };
-        }
-        busyFor = outcome;
-        const remaining = deadline - monotonicNow();
-        if (remaining <= 0) {
-          if (unavailable) throw unavailable;
-          return { busyFor, waited: monotonicNow() - started };
-        }
-        // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
-        const jitter = Math.random() * this.options.retryJitter;
-        await waiter.sleep(Math.min(busyFor + jitter, remaining, refreshEvery), signal);
-        if (waiter.grantedFence !== undefined) {
-          leftWithLock = true;
-          return {
-            lock: this.handedOver(request, keys, fairToken!, waiter.grantedFence, queuedSince),
-          };
-        }
+      const first = await tryOnce(false);
+      if (typeof first !== 'number') {
+        leave = false;
+        return { lock: first };
       }
-    } catch (error) {
-      // Leaving without the lock (cancelled, Redis out of reach): a wake-up this waiter may have
-      // taken is passed on, so the others do not sleep until their fallback while the lock is free.
-      this.notifier.unregister(waiter);
-      if (!fairToken) this.notifier.passOn(keys.channel);
-      throw error;
+      if (request.wait <= 0) {
+        leave = false; // answered "busy" without queueing: nothing to undo
+        return { busyFor: first, waited: 0 };
+      }
+
+      // Subscribe before the next try, so a release between our try and our sleep is never missed.
+      const waiter: Waiter = await this.notifier.register(
+        keys.channel,
+        Math.min(this.options.commandTimeout, Math.max(0, deadline - monotonicNow())),
+        signal,
+        fair?.token,
+      );
+      // Fair mode: a queued waiter refreshes its entry before it lapses.
+      const refreshEvery = fair ? Math.min(this.waiterTtl, request.ttl) / 3 : Infinity;
+      try {
+        let busyFor = first;
+        for (;;) {
+          const outcome = await tryOnce(true);
+          if (typeof outcome !== 'number') {
+            leave = false;
+            return { lock: outcome };
+          }
+          busyFor = outcome;
+          let granted = fair?.takeGrant(waiter);
+          if (granted === undefined) {
+            const remaining = deadline - monotonicNow();
+            if (remaining <= 0) {
+              if (unavailable) throw unavailable;
+              return { busyFor, waited: monotonicNow() - started };
+            }
+            // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
+            const jitter = Math.random() * this.options.retryJitter;
+            await waiter.sleep(Math.min(busyFor + jitter, remaining, refreshEvery), signal);
+            granted = fair?.takeGrant(waiter);
+          }
+          if (granted !== undefined) {
+            leave = false;
+            return { lock: await this.handedOver(request, keys, fair!, granted) };
+          }
+        }
+      } catch (error) {
+        // Leaving without the lock (cancelled, Redis out of reach): a wake-up this waiter may have
+        // taken is passed on, so the others do not sleep until their fallback while it is free.
+        this.notifier.unregister(waiter);
+        if (!fair) this.notifier.passOn(keys.channel);
+        throw error;
+      } finally {
+        this.notifier.unregister(waiter);
+      }
     } finally {
-      this.notifier.unregister(waiter);
-      // Fair mode, leaving without the lock: leave the queue, and pass on a hand-off that may
-      // have reached us meanwhile, so the next in line does not wait for it to lapse.
-      if (fairToken && !leftWithLock) this.leaveQueue(keys, fairToken);
+      // Fair mode, leaving without the lock: leave the queue, and pass on a hand-off (or a late
+      // grant of a try we stopped waiting for) so the next in line does not wait for it to lapse.
+      if (fair && leave) this.leaveQueue(keys, fair);
     }
   }
 
@@ -219,88 +239,135 @@ export class LockEngine implements LockOperations {
     this.watchdog.reschedule(lock);
   }
 
-  /** Stops renewal, releases what is still held (bounded), then closes what we opened. */
+  /**
+   * Stops renewal, releases what is still held (bounded), lets waiting calls find out and leave
+   * (fair mode: their queue entries too, and a hand-off that reached them), then closes what we
+   * opened.
+   */
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
     const held = [...this.held];
     this.watchdog.stop();
     await Promise.allSettled(held.map((lock) => lock.release()));
+    this.notifier.wakeAll();
+    await Promise.allSettled([...this.calls]);
+    await Promise.allSettled([...this.leaving]);
     await this.notifier.close();
     await this.backend.close();
   }
 
   /**
    * One try: a lock, or the ms until another try is worth it (the holder's remaining lease).
-   * Fair mode tries as `fairToken`, joining (or staying in) the queue when `queue` is set.
+   * Fair mode tries as the call's token, joining (or staying in) the queue when `queue` is set.
    */
   private async attempt(
     request: AcquireRequest,
     keys: LockRedisKeys,
-    fairToken: string | undefined,
+    fair: FairCall | undefined,
     queue: boolean,
   ): Promise<HeldLock | number> {
     if (this.closing) throw new RedisLockError(messages.shuttingDown());
-    const token = fairToken ?? newToken();
-    const ttl = Math.ceil(request.ttl);
+    if (fair) return this.attemptFair(request, keys, fair, queue);
+    const token = newToken();
     const sentAt = monotonicNow();
-    const sent = fairToken
-      ? this.backend.fairAcquire!(keys, token, ttl, queue, this.waiterTtl)
-      : this.backend.acquire(keys, token, ttl);
-    let reply: number | [number, number];
+    const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl));
+    let fence: number;
     try {
-      reply = await raceAbort(
+      fence = await raceAbort(
         this.bounded(sent, 'acquire', `lock "${request.key}"`),
         request.signal,
       );
     } catch (error) {
-      // Timed out or cancelled while the server may still grant it: free that grant when it
-      // lands. (Fair mode keeps the token for the whole call, and frees it when the call leaves.)
-      if (!fairToken) {
-        sent.then(
-          (late) => {
-            if (typeof late === 'number' && late > 0)
-              void this.backend.release(keys, token).catch(() => undefined);
-          },
-          () => undefined,
-        );
-      }
+      // Timed out or cancelled while the server may still grant it: free that grant when it lands.
+      sent.then(
+        (late) => {
+          if (late > 0) void this.backend.release(keys, token).catch(() => undefined);
+        },
+        () => undefined,
+      );
       throw error;
     }
-    if (typeof reply === 'number' && reply <= 0) return -reply;
+    if (fence <= 0) return -fence;
     if (this.closing) {
       // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
-      void this.freeLease(keys, token).catch(() => undefined);
+      void this.backend.release(keys, token).catch(() => undefined);
       throw new RedisLockError(messages.shuttingDown());
     }
-    if (typeof reply === 'number') {
-      return this.track(
-        new HeldLock(this, request.key, keys, token, reply, request.ttl, sentAt, this),
-        request,
-      );
-    }
-    // Fair mode: already ours, handed over by a release whose message we missed. Its lease ends
-    // `pttl` after this try ran, which was after we sent it; renew it to the full ttl at once.
-    const [fence, pttl] = reply;
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
-    lock.validUntil = sentAt + pttl - this.drift(pttl);
-    return this.track(lock, request, true);
+    return this.track(lock, request.renew);
   }
 
   /**
-   * Fair mode: a release handed us the lock (its `grant` message). It did so after the last try
-   * that found us queued was sent (`queuedSince`), with a lease of `min(ttl, waiterTtl)`: a
-   * sound deadline on our clock. Renewed to the full ttl at once.
+   * A fair-mode try. A late answer needs no clean-up here: the token stays the call's, so a later
+   * try finds a late grant ours, and a call that leaves frees it (`leaveQueue`, after this try).
    */
-  private handedOver(
+  private async attemptFair(
     request: AcquireRequest,
     keys: LockRedisKeys,
-    token: string,
+    fair: FairCall,
+    queue: boolean,
+  ): Promise<HeldLock | number> {
+    const sentAt = monotonicNow();
+    const sent = this.backend.fairAcquire!(
+      keys,
+      fair.token,
+      Math.ceil(request.ttl),
+      queue,
+      this.waiterTtl,
+    );
+    fair.inFlight = sent;
+    const reply = await raceAbort(
+      this.bounded(sent, 'acquire', `lock "${request.key}"`),
+      request.signal,
+    );
+    if ('busy' in reply) {
+      fair.busy(sentAt, reply.fence, queue);
+      return reply.busy;
+    }
+    if (this.closing) throw new RedisLockError(messages.shuttingDown()); // the call leaves
+    if ('granted' in reply) {
+      const lock = new HeldLock(
+        this,
+        request.key,
+        keys,
+        fair.token,
+        reply.granted,
+        request.ttl,
+        sentAt,
+        this,
+      );
+      return this.track(lock, request.renew);
+    }
+    // Already ours: handed over by a release whose message we missed. Its lease ends `pttl`
+    // after this try ran, which was after we sent it.
+    const lock = new HeldLock(
+      this,
+      request.key,
+      keys,
+      fair.token,
+      reply.ours,
+      request.ttl,
+      sentAt,
+      this,
+    );
+    lock.validUntil = sentAt + reply.pttl - this.drift(reply.pttl);
+    return this.adopt(lock, request);
+  }
+
+  /**
+   * Fair mode: a release handed us the lock (its `grant` message). It did so after our last busy
+   * try ran, with a lease of `min(ttl, entry lifetime)` at the most and no shorter than what is
+   * left of that from when that try was sent (`queuedSince`): a sound deadline on our clock.
+   */
+  private async handedOver(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    fair: FairCall,
     fence: number,
-    queuedSince: number,
-  ): HeldLock {
+  ): Promise<HeldLock> {
     if (this.closing) {
-      this.leaveQueue(keys, token); // hands it to the next in line
+      this.leaveQueue(keys, fair); // hands it on to the next in line
       throw new RedisLockError(messages.shuttingDown());
     }
     const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
@@ -308,20 +375,34 @@ export class LockEngine implements LockOperations {
       this,
       request.key,
       keys,
-      token,
+      fair.token,
       fence,
       request.ttl,
-      queuedSince,
+      fair.queuedSince,
       this,
     );
-    lock.validUntil = queuedSince + lease - this.drift(lease);
-    return this.track(lock, request, true);
+    lock.validUntil = fair.queuedSince + lease - this.drift(lease);
+    return this.adopt(lock, request);
+  }
+
+  /**
+   * Fair mode: takes on a lock handed over with what is left of a short lease, and brings it to
+   * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension.
+   */
+  private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock> {
+    this.track(lock, request.renew);
+    if (request.renew) {
+      lock.nextRenewAt = monotonicNow();
+      this.watchdog.reschedule(lock);
+    } else {
+      await lock.extend(request.ttl);
+    }
+    return lock;
   }
 
   /** Watches a new lock: renewed when it renews, declared lost at its deadline either way. */
-  private track(lock: HeldLock, request: AcquireRequest, renewNow = false): HeldLock {
-    lock.renews = request.renew;
-    if (renewNow) lock.nextRenewAt = monotonicNow();
+  private track(lock: HeldLock, renews: boolean): HeldLock {
+    lock.renews = renews;
     this.held.add(lock);
     this.watchdog.add(lock);
     return lock;
@@ -334,10 +415,22 @@ export class LockEngine implements LockOperations {
       : this.backend.release(keys, token);
   }
 
-  private leaveQueue(keys: LockRedisKeys, token: string): void {
-    void this.bounded(this.freeLease(keys, token), 'leave-queue', 'a fair queue').catch(
-      (error: unknown) => this.logger.warn(`Leaving a fair queue failed: ${String(error)}`),
-    );
+  /**
+   * Fair mode: leaves the queue and passes on a hand-off that reached us. Sent once the call's
+   * last try has run (bounded): on one connection a later command runs later, except when that
+   * try is re-sent (NOSCRIPT, a reconnect) — then it could queue us again after we left.
+   */
+  private leaveQueue(keys: LockRedisKeys, fair: FairCall): void {
+    const leaving = withTimeout(
+      fair.inFlight ?? Promise.resolve(),
+      this.options.commandTimeout,
+      'acquire',
+    )
+      .catch(() => undefined)
+      .then(() => this.bounded(this.freeLease(keys, fair.token), 'leave-queue', 'a fair queue'))
+      .catch((error: unknown) => this.logger.warn(`Leaving a fair queue failed: ${String(error)}`))
+      .then(() => void this.leaving.delete(leaving));
+    this.leaving.add(leaving);
   }
 
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */

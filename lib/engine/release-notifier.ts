@@ -9,7 +9,7 @@ export class Waiter {
   private wake?: () => void;
   private pendingWake = false;
   /** Fair mode: the fence of the lock a release handed to this waiter's token. */
-  grantedFence?: number;
+  private grantedFence?: number;
 
   constructor(
     readonly channel: string,
@@ -27,6 +27,13 @@ export class Waiter {
   grant(fence: number): void {
     this.grantedFence = fence;
     this.notify();
+  }
+
+  /** Fair mode: the fence of a hand-off received since the last call, if any (and forgets it). */
+  takeGrant(): number | undefined {
+    const fence = this.grantedFence;
+    this.grantedFence = undefined;
+    return fence;
   }
 
   get isSleeping(): boolean {
@@ -152,6 +159,13 @@ export class ReleaseNotifier {
     if (!entry || !entry.waiters.delete(waiter) || entry.waiters.size > 0) return;
     this.channels.delete(waiter.channel);
     this.subscriber?.unsubscribe(waiter.channel).catch(() => undefined);
+  }
+
+  /** Wakes every waiter (shutting down: they find out and leave). */
+  wakeAll(): void {
+    for (const entry of this.channels.values()) {
+      for (const waiter of entry.waiters) waiter.notify();
+    }
   }
 
   /** Number of channels subscribed now (for tests and metrics). */

@@ -11,7 +11,8 @@ import { LuaScript } from './lua-script';
  * ARGV[1] token (one per acquire call: its place in the queue), ARGV[2] lease in ms,
  * ARGV[3] '1' to queue (or stay queued) when busy, ARGV[4] waiter entry lifetime in ms.
  * Returns the fence (> 0) when granted now; {fence, pttl} when the lock is already ours (handed
- * to us by a release, or this is a re-send); -(ms until worth retrying) when busy.
+ * to us by a release, or this is a re-send); {-(ms until worth retrying), fence counter} when
+ * busy (the counter tells the caller which hand-offs to it are already history).
  */
 export const fairAcquireScript = new LuaScript(
   'fair-acquire',
@@ -23,13 +24,13 @@ while true do
   local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   if not head then break end
   local entry = redis.call('HGET', KEYS[4], head)
-  if entry and tonumber(string.match(entry, '^%d+')) > now then break end
+  if entry and (tonumber(string.match(entry, '^%d+')) or 0) > now then break end
   redis.call('ZREM', KEYS[3], head)
   redis.call('HDEL', KEYS[4], head)
 end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
-  return { tonumber(redis.call('GET', KEYS[2])), redis.call('PTTL', KEYS[1]) }
+  return { tonumber(redis.call('GET', KEYS[2])) or 0, redis.call('PTTL', KEYS[1]) }
 end
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 if not holder and (not head or head == ARGV[1]) then
@@ -44,7 +45,7 @@ if holder then
   retry = redis.call('PTTL', KEYS[1])
 else
   -- Free, but reserved for the head of the queue: it takes it now, or its entry lapses.
-  retry = tonumber(string.match(redis.call('HGET', KEYS[4], head), '^%d+')) - now
+  retry = (tonumber(string.match(redis.call('HGET', KEYS[4], head) or '', '^%d+')) or now) - now
 end
 if ARGV[3] == '1' then
   if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
@@ -59,6 +60,6 @@ if ARGV[3] == '1' then
   end
 end
 if retry < 0 then retry = 0 end
-return -retry
+return { -retry, tonumber(redis.call('GET', KEYS[2])) or 0 }
 `,
 );

@@ -27,14 +27,16 @@ while true do
   local entry = redis.call('HGET', KEYS[4], head)
   redis.call('ZREM', KEYS[3], head)
   redis.call('HDEL', KEYS[4], head)
-  if entry then
-    local expiresAt, lease = string.match(entry, '^(%d+) (%d+)$')
-    if tonumber(expiresAt) > now then
-      redis.call('SET', KEYS[1], head, 'PX', lease)
+  local expiresAt, lease = string.match(entry or '', '^(%d+) (%d+)$')
+  expiresAt = tonumber(expiresAt) or 0
+  if expiresAt > now then
+    -- No longer than the entry would have lived: a waiter that died just after its last refresh
+    -- holds the queue up for one entry lifetime in all, not two. (It counts its lease from a
+    -- try sent before that refresh ran, so its own deadline is still within this one.)
+    redis.call('SET', KEYS[1], head, 'PX', math.max(1, math.min(tonumber(lease), expiresAt - now)))
 ${nextFenceLua('KEYS[2]')}
-      redis.call(ARGV[2], KEYS[5], 'grant:' .. head .. ':' .. string.format('%d', fence))
-      return 1
-    end
+    redis.call(ARGV[2], KEYS[5], 'grant:' .. head .. ':' .. string.format('%d', fence))
+    return 1
   end
 end
 redis.call(ARGV[2], KEYS[5], ARGV[1])
