@@ -228,8 +228,8 @@ describe('fair mode', () => {
 
   it('gives a renew: false lock handed over its full ttl (one extension)', async () => {
     const holder = await services.create().acquire('fixed');
-    const { acquired } = await queuedAcquire(services.create(), 'fixed', 0, {});
-    void acquired; // replaced below by a renew: false waiter
+    // A first waiter in between, so the renew: false one gets its lock by a hand-off from it.
+    const { acquired } = await queuedAcquire(services.create(), 'fixed', 0);
     const fixedWaiter = services
       .create()
       .acquire('fixed', { ttl: 20_000, renew: false, wait: 10_000 });
@@ -268,6 +268,7 @@ describe('fair mode', () => {
     const started = now();
     await closing.close(); // releases `holder` → handed to `own` → `own` leaves → to `other`
     await expect(own).rejects.toThrow(/shutting down/);
+    expect(holder.isHeld).toBe(false);
     const lock = await other;
     expect(now() - started).toBeLessThan(2_000); // not the 4 s lapse of a stranded hand-off
     expect(await lock.release()).toBe(true);
