@@ -56,12 +56,14 @@ export class RedisBackend implements LockBackend {
     connection.client.on('close', () => this.resets++);
   }
 
-  async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
-    const fence = Number(
-      await acquireScript.run(this.client, [keys.lock, keys.fence], [token, ttl]),
-    );
-    if (fence > 0 && this.replicaAck) await this.awaitReplicas(keys, token);
-    return fence;
+  acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
+    const sent = acquireScript.run(this.client, [keys.lock, keys.fence], [token, ttl]);
+    if (!this.replicaAck) return sent.then(Number);
+    return sent.then(async (reply) => {
+      const fence = Number(reply);
+      if (fence > 0) await this.awaitReplicas(keys, token);
+      return fence;
+    });
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
@@ -80,17 +82,18 @@ export class RedisBackend implements LockBackend {
     return (await Promise.all(batches)).flat();
   }
 
-  async release(keys: LockRedisKeys, token: string): Promise<boolean> {
+  release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
-    const deleted =
-      (await releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish])) ===
-      1;
-    if (!deleted && this.resets !== resetsBefore) {
-      // The connection dropped meanwhile and ioredis re-sent the release: "not there" may be our
-      // own first delete whose reply was lost. Say "unknown" rather than wrongly "lost".
-      throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
-    }
-    return deleted;
+    const sent = releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish]);
+    return sent.then((reply) => {
+      const deleted = reply === 1;
+      if (!deleted && this.resets !== resetsBefore) {
+        // The connection dropped meanwhile and ioredis re-sent the release: "not there" may be
+        // our own first delete whose reply was lost. Say "unknown" rather than wrongly "lost".
+        throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
+      }
+      return deleted;
+    });
   }
 
   async fairAcquire(

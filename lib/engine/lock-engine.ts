@@ -43,7 +43,7 @@ export class LockEngine implements LockOperations {
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
   private closing = false;
-  /** Acquire calls in progress, and fair-mode queue leaves not yet answered (for close()). */
+  /** Fair-mode acquire calls in progress, and queue leaves not yet answered (for close()). */
   private readonly calls = new Set<Promise<AcquireOutcome>>();
   private readonly leaving = new Set<Promise<void>>();
 
@@ -74,7 +74,9 @@ export class LockEngine implements LockOperations {
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const call = this.acquireOnce(request);
-    // close() waits for calls in progress, so none leaves a grant or a queue entry behind.
+    if (!this.options.fair) return call;
+    // close() waits for fair calls in progress, so none leaves a grant or a queue entry behind.
+    // (A non-fair call frees a late grant by itself, so it need not be waited for.)
     this.calls.add(call);
     const forget = (): void => void this.calls.delete(call);
     call.then(forget, forget);

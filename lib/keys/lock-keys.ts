@@ -1,17 +1,32 @@
 import { LockKeyError } from '../errors/lock-key.error';
 import { messages } from '../errors/messages';
 
-/** The Redis names of one lock. */
-export interface LockRedisKeys {
-  /** The lease: `SET <lock> <token> NX PX <ttl>`. */
-  readonly lock: string;
-  /** The fence counter, `INCR`ed on every grant; never expires. */
-  readonly fence: string;
+/** The Redis names of one lock, all in one hash slot (the user key is the hash tag). */
+export class LockRedisKeys {
   /** Pub/sub channel a release publishes on, to wake waiters at once. */
   readonly channel: string;
-  /** Fair mode: the waiters in arrival order (ZSET), and their entries (HASH). */
-  readonly queue: string;
-  readonly waiters: string;
+
+  constructor(
+    /** The lease: `SET <lock> <token> NX PX <ttl>`. */
+    readonly lock: string,
+  ) {
+    this.channel = `${lock}:released`;
+  }
+
+  /** The fence counter, `INCR`ed on every grant; never expires. */
+  get fence(): string {
+    return `${this.lock}:fence`;
+  }
+
+  /** Fair mode: the waiters in arrival order (ZSET). */
+  get queue(): string {
+    return `${this.lock}:queue`;
+  }
+
+  /** Fair mode: the waiters' entries (HASH). */
+  get waiters(): string {
+    return `${this.lock}:waiters`;
+  }
 }
 
 /**
@@ -19,14 +34,7 @@ export interface LockRedisKeys {
  * counter and the channel hash to one Cluster slot (multi-key scripts never hit CROSSSLOT).
  */
 export function lockRedisKeys(prefix: string, key: string): LockRedisKeys {
-  const lock = `${prefix}{${hashTagSafe(key)}}`;
-  return {
-    lock,
-    fence: `${lock}:fence`,
-    channel: `${lock}:released`,
-    queue: `${lock}:queue`,
-    waiters: `${lock}:waiters`,
-  };
+  return new LockRedisKeys(`${prefix}{${hashTagSafe(key)}}`);
 }
 
 /**

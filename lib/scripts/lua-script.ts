@@ -15,14 +15,13 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  async run(client: RedisCommander, keys: string[], args: (string | number)[]): Promise<unknown> {
-    try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (error) {
+  run(client: RedisCommander, keys: string[], args: (string | number)[]): Promise<unknown> {
+    // A plain promise chain, not an async function: this is on every lock command.
+    return client.evalsha(this.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
       if (!isNoScript(error)) throw error;
       // EVAL also caches the script, so the next EVALSHA finds it.
       return client.eval(this.source, keys.length, ...keys, ...args);
-    }
+    });
   }
 }
 
