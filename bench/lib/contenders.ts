@@ -51,21 +51,30 @@ async function ready(client: Redis): Promise<void> {
 
 // --- ours: measured only through the public API --------------------------------------------
 
-const ours: Contender = {
-  id: 'ours',
-  library: 'nestjs-redis-lock',
-  variant: 'defaults',
-  settings: `new LockService({ redis, prefix }) — module defaults (ttl 30000, retryJitter 10, commandTimeout 2000); acquire(key, { wait: ${WAIT} }); wake-up by pub/sub, no polling interval to tune`,
-  async open(url) {
-    const locks = new LockService({ redis: url, prefix: 'bench:ours:' });
-    // Warm the connection (and the script cache) outside any timed loop.
-    await (await locks.acquire(`warmup:${randomUUID()}`)).release();
-    return {
-      acquire: (key) => locks.acquire(key, { wait: WAIT }),
-      close: () => locks.close(),
-    };
-  },
-};
+function oursContender(fair: boolean): Contender {
+  return {
+    id: fair ? 'ours:fair' : 'ours',
+    library: 'nestjs-redis-lock',
+    // Fair mode is an option (off by default): a "tuned" setting, measured under contention.
+    variant: fair ? 'tuned' : 'defaults',
+    settings: fair
+      ? `new LockService({ redis, prefix, fair: true }); acquire(key, { wait: ${WAIT} }); waiters queue in Redis, a release hands the lock to the first in line`
+      : `new LockService({ redis, prefix }) — module defaults (ttl 30000, retryJitter 10, commandTimeout 2000); acquire(key, { wait: ${WAIT} }); wake-up by pub/sub, no polling interval to tune`,
+    async open(url) {
+      const locks = new LockService({
+        redis: url,
+        prefix: fair ? 'bench:ours-fair:' : 'bench:ours:',
+        fair,
+      });
+      // Warm the connection (and the script cache) outside any timed loop.
+      await (await locks.acquire(`warmup:${randomUUID()}`)).release();
+      return {
+        acquire: (key) => locks.acquire(key, { wait: WAIT }),
+        close: () => locks.close(),
+      };
+    },
+  };
+}
 
 // --- raw reference: SET NX PX + Lua compare-and-delete on a bare connection ------------------
 
@@ -220,7 +229,8 @@ function universalContender(variant: Variant, tuning: UniversalTuning | undefine
 
 /** Every contender, in the order of the tables. */
 export const CONTENDERS: Contender[] = [
-  ours,
+  oursContender(false),
+  oursContender(true),
   rawReference(5),
   redlockContender(
     'sesame-redlock',
@@ -268,5 +278,6 @@ export function contenderById(id: string): Contender {
 
 /** Label used in tables. */
 export function label(c: Contender): string {
+  if (c.id === 'ours:fair') return `${c.library} (fair: true)`;
   return c.variant === 'reference' ? c.library : `${c.library} (${c.variant})`;
 }
