@@ -49,3 +49,15 @@ it("keeps renewing the other locks when a 'lost' listener throws", async () => {
   expect(await redis.get(keyOf('kept'))).toBe(kept.token);
   expect(await kept.release()).toBe(true);
 });
+
+it('close() with an acquire in flight and nothing held: the late grant is freed, not stranded', async () => {
+  for (const fair of [false, true]) {
+    const locks = services.create({ fair });
+    const key = `closing-${fair ? 'fair' : 'plain'}`;
+    const call = locks.acquire(key, { ttl: 10_000 }).catch((error: unknown) => error); // sent
+    await locks.close();
+    expect(String(await call)).toMatch(/shutting down/);
+    // Freed before close() returned, not left for its 10 s lease.
+    expect(await redis.exists(keyOf(key))).toBe(0);
+  }
+});

@@ -43,9 +43,13 @@ export class LockEngine implements LockOperations {
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
   private closing = false;
-  /** Fair-mode acquire calls in progress, and queue leaves not yet answered (for close()). */
+  /**
+   * Acquire calls in progress, and clean-ups not yet answered — the release of a grant that came
+   * too late, a fair-mode queue leave — which close() waits for before it closes the connection,
+   * so a shutdown never strands a grant for its whole ttl.
+   */
   private readonly calls = new Set<Promise<AcquireOutcome>>();
-  private readonly leaving = new Set<Promise<void>>();
+  private readonly cleanups = new Set<Promise<void>>();
 
   /**
    * Fair mode: how long a waiter's queue entry lives without a refresh, and the longest lease a
@@ -74,9 +78,6 @@ export class LockEngine implements LockOperations {
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const call = this.acquireOnce(request);
-    if (!this.options.fair) return call;
-    // close() waits for fair calls in progress, so none leaves a grant or a queue entry behind.
-    // (A non-fair call frees a late grant by itself, so it need not be waited for.)
     this.calls.add(call);
     const forget = (): void => void this.calls.delete(call);
     call.then(forget, forget);
@@ -254,7 +255,7 @@ export class LockEngine implements LockOperations {
     await Promise.allSettled(held.map((lock) => lock.release()));
     this.notifier.wakeAll();
     await Promise.allSettled([...this.calls]);
-    await Promise.allSettled([...this.leaving]);
+    await Promise.allSettled([...this.cleanups]);
     await this.notifier.close();
     await this.backend.close();
   }
@@ -282,18 +283,13 @@ export class LockEngine implements LockOperations {
       );
     } catch (error) {
       // Timed out or cancelled while the server may still grant it: free that grant when it lands.
-      sent.then(
-        (late) => {
-          if (late > 0) void this.backend.release(keys, token).catch(() => undefined);
-        },
-        () => undefined,
-      );
+      this.cleanUp(sent.then((late) => (late > 0 ? this.backend.release(keys, token) : false)));
       throw error;
     }
     if (fence <= 0) return -fence;
     if (this.closing) {
       // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
-      void this.backend.release(keys, token).catch(() => undefined);
+      this.cleanUp(this.backend.release(keys, token));
       throw new RedisLockError(messages.shuttingDown());
     }
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
@@ -423,16 +419,28 @@ export class LockEngine implements LockOperations {
    * try is re-sent (NOSCRIPT, a reconnect) — then it could queue us again after we left.
    */
   private leaveQueue(keys: LockRedisKeys, fair: FairCall): void {
-    const leaving = withTimeout(
+    const afterLastTry = withTimeout(
       fair.inFlight ?? Promise.resolve(),
       this.options.commandTimeout,
       'acquire',
-    )
-      .catch(() => undefined)
-      .then(() => this.bounded(this.freeLease(keys, fair.token), 'leave-queue', 'a fair queue'))
-      .catch((error: unknown) => this.logger.warn(`Leaving a fair queue failed: ${String(error)}`))
-      .then(() => void this.leaving.delete(leaving));
-    this.leaving.add(leaving);
+    ).catch(() => undefined);
+    this.cleanUp(
+      afterLastTry.then(() => this.freeLease(keys, fair.token)),
+      'Leaving a fair queue',
+    );
+  }
+
+  /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */
+  private cleanUp(command: Promise<unknown>, what?: string): void {
+    const done: Promise<void> = withTimeout(command, 2 * this.options.commandTimeout, 'clean-up')
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (what) this.logger.warn(`${what} failed: ${String(error)}`);
+        },
+      )
+      .then(() => void this.cleanups.delete(done));
+    this.cleanups.add(done);
   }
 
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
