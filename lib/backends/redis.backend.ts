@@ -9,6 +9,7 @@ import {
   type RedisConnection,
 } from '../redis/redis-client';
 import { createReleasePubSub } from '../redis/release-pubsub';
+import { finalReplyErrorCode } from '../redis/reply-error';
 import { clockDrift } from '../engine/clock';
 import { acquireScript } from '../scripts/acquire.script';
 import { extendScript } from '../scripts/extend.script';
@@ -70,10 +71,18 @@ export class RedisBackend implements LockBackend {
     return (await extendScript.run(this.client, [keys.lock], [token, ms])) === 1;
   }
 
-  async renewMany(leases: readonly RenewableLease[]): Promise<boolean[]> {
+  async renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
     if (this.cluster) {
       // A Cluster refuses multi-key scripts across slots: one command per lock, written together.
-      return Promise.all(leases.map((l) => this.extend(l.redisKeys, l.token, Math.ceil(l.lease))));
+      // Each answers for its own lock: a foreign value under one key (WRONGTYPE) loses that lock
+      // only, and a shard out of reach leaves its locks to retry, not every lock in the batch.
+      return Promise.all(
+        leases.map((l) =>
+          this.extend(l.redisKeys, l.token, Math.ceil(l.lease)).catch((error: unknown) =>
+            finalReplyErrorCode(error) === 'WRONGTYPE' ? false : undefined,
+          ),
+        ),
+      );
     }
     const batches: Promise<boolean[]>[] = [];
     for (let start = 0; start < leases.length; start += RENEW_BATCH) {

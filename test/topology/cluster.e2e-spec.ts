@@ -193,6 +193,25 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     }
   });
 
+  it('renews each lock on its own: a foreign value under one key loses that lock, not the batch', async () => {
+    const locks = clusterService();
+    const held = await Promise.all(
+      [0, 1, 2, 3].map((i) => locks.acquire(`batch:${i}`, { ttl: 900 })),
+    );
+    // Another application overwrote one lock's key with a hash: its renewal meets WRONGTYPE.
+    const foreign = redisKeyOf(prefix, 'batch:3');
+    await admin.del(foreign);
+    await admin.hset(foreign, 'field', 'value');
+    await sleep(1_500); // several renewal periods, past the 900 ms lease
+    expect(held[3].isHeld).toBe(false);
+    for (const lock of held.slice(0, 3)) {
+      expect(lock.isHeld).toBe(true);
+      expect(await admin.get(redisKeyOf(prefix, lock.key))).toBe(lock.token);
+      expect(await lock.release()).toBe(true);
+    }
+    await admin.del(foreign);
+  });
+
   it('accepts your own ioredis Cluster as `redis` (sharded wake-ups both ways) and leaves it open', async () => {
     const own = new Cluster(topology.startupNodes);
     own.on('error', () => undefined);
