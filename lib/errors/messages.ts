@@ -52,8 +52,10 @@ export const messages = {
       ? "Something else stores a value under the lock's key: give the locks a namespace of " +
         'their own with the `prefix` option.'
       : code === 'NOPERM'
-        ? "The Redis user may not run the lock's commands: allow EVAL, EVALSHA, PUBLISH, " +
-          'SUBSCRIBE, EXISTS and PTTL on the lock prefix in its ACL.'
+        ? "The Redis user may not run the lock's commands. Its ACL needs, on the lock prefix " +
+          '(keys and channels): +evalsha +eval +exists +subscribe, and inside the scripts +get ' +
+          '+set +pexpire +pttl +incr +del +publish +time; fair mode also +@sortedset +@hash, a ' +
+          'Cluster +spublish +ssubscribe, replicaAck +wait.'
         : code === 'OOM'
           ? 'Redis is out of memory under a `noeviction` policy: free memory or raise `maxmemory`.'
           : 'Retrying will not help; check the Redis server version and configuration.'),

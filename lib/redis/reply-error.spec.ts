@@ -22,6 +22,25 @@ describe('finalReplyErrorCode', () => {
     expect(finalReplyErrorCode(new ReplyError(message))).toBeUndefined();
   });
 
+  it.each([
+    [
+      'ERR Error running script (call to f_8ea4a1b2): @user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value',
+      'WRONGTYPE',
+    ],
+    [
+      'ERR Error running script (call to f_8ea4a1b2): @user_script:2: user_script:2: Script attempted to access a non local key',
+      'ERR',
+    ],
+  ])('reads the code a Redis < 7 script error carries: "%s" → %s', (message, code) => {
+    expect(finalReplyErrorCode(new ReplyError(message))).toBe(code);
+  });
+
+  it('leaves a transient error raised inside a script (Redis < 7) to the retry loop', () => {
+    const wrapped =
+      "ERR Error running script (call to f_8ea4a1b2): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica.";
+    expect(finalReplyErrorCode(new ReplyError(wrapped))).toBeUndefined();
+  });
+
   it('leaves errors that are not replies (timeouts, dropped connections) alone', () => {
     expect(finalReplyErrorCode(new Error('Connection is closed.'))).toBeUndefined();
     expect(finalReplyErrorCode('WRONGTYPE')).toBeUndefined();

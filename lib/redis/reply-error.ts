@@ -19,6 +19,20 @@ const TRANSIENT_CODES = new Set([
  */
 export function finalReplyErrorCode(error: unknown): string | undefined {
   if (!(error instanceof Error) || error.name !== 'ReplyError') return undefined;
-  const code = /^[A-Z]+/.exec(error.message)?.[0] ?? 'ERR';
+  const code = replyCode(error.message);
   return TRANSIENT_CODES.has(code) ? undefined : code;
+}
+
+/**
+ * `WRONGTYPE …` → `WRONGTYPE`. Before Redis 7 an error raised inside a script comes wrapped —
+ * `ERR Error running script (call to f_…): @user_script:1: -READONLY You can't write …` — so
+ * the code it carries is taken from the end.
+ */
+function replyCode(message: string): string {
+  const code = /^[A-Z]+/.exec(message)?.[0] ?? 'ERR';
+  if (code !== 'ERR' || !message.startsWith('ERR Error running script')) return code;
+  const carried = [...message.matchAll(/(?:^|[\s:])-?([A-Z]{2,})(?=\s)/g)]
+    .map((match) => match[1])
+    .filter((found) => found !== 'ERR');
+  return carried.at(-1) ?? 'ERR';
 }
