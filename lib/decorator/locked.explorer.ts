@@ -7,7 +7,8 @@ import { LockService } from '../lock.service';
 import { bindLockService } from './locked-binding';
 import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
 
-/** `@SubscribeMessage()`'s metadata (`@nestjs/websockets`, not a dependency of ours). */
+/** `@WebSocketGateway()` and `@SubscribeMessage()` metadata (`@nestjs/websockets`, an optional peer). */
+const WS_GATEWAY = 'websockets:is_gateway';
 const WS_MESSAGE_HANDLER = 'websockets:message_mapping';
 
 /**
@@ -36,12 +37,13 @@ export class LockedExplorer implements OnModuleInit {
         ? Object.getPrototypeOf(instance)
         : wrapper.metatype?.prototype;
     if (!prototype) return;
+    const gateway = wrapper.metatype ? Reflect.hasMetadata(WS_GATEWAY, wrapper.metatype) : false;
     let bound = false;
     for (const name of this.scanner.getAllMethodNames(prototype)) {
       const spec = getLockedSpec(prototype[name]);
       if (!spec) continue;
       // A gateway's message handler is keyed from its message, like a route: not a provider method.
-      if (!isController && !Reflect.hasMetadata(WS_MESSAGE_HANDLER, prototype[name])) {
+      if (!isController && !(gateway && Reflect.hasMetadata(WS_MESSAGE_HANDLER, prototype[name]))) {
         if (!wrapper.isDependencyTreeStatic())
           throw new RedisLockConfigError(messages.requestScoped(spec.where));
         assertProviderPlaceholders(spec);

@@ -3,23 +3,49 @@
  * message payload, one of concurrent messages for one key runs, and a refused message reaches the
  * client as an `exception` event with the failure as data — not "Internal server error".
  */
-import { type INestApplication } from '@nestjs/common';
+import { Injectable, UseFilters, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import type Redis from 'ioredis';
 import { io, type Socket } from 'socket.io-client';
-import { Locked, LockService, RedisLockModule, type LockTransportError } from 'nestjs-redis-lock';
+import {
+  LockExceptionFilter,
+  Locked,
+  LockService,
+  RedisLockModule,
+  type LockTransportError,
+} from 'nestjs-redis-lock';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
-import { Gate } from '../support/time';
+import { Gate, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { leaseKey } from './decorator-app';
 
 /** The holder holds its lock until the test has seen the other bookings refused. */
 const gate = new Gate();
 
+/** A provider method the gateway calls: its lock errors reach the gateway as thrown errors. */
+@Injectable()
+class SeatHolds {
+  @Locked('hold:<seatId>')
+  async hold(seatId: string): Promise<{ held: string }> {
+    await gate.opened;
+    return { held: seatId };
+  }
+}
+
+// Global filters (APP_FILTER) do not run for gateways in Nest: the filter goes on the gateway.
+@UseFilters(LockExceptionFilter)
 @WebSocketGateway()
 class SeatsGateway {
   runs = 0;
+
+  constructor(private readonly holds: SeatHolds) {}
+
+  /** Not locked itself: the lock is taken by the service it calls. */
+  @SubscribeMessage('seat.hold')
+  hold(@MessageBody() data: { seatId: string }): Promise<{ held: string }> {
+    return this.holds.hold(data.seatId);
+  }
 
   @SubscribeMessage('seat.book')
   @Locked('seat:<seatId>')
@@ -48,7 +74,7 @@ describe('@Locked on a WebSocket gateway (socket.io)', () => {
     redis = redisClient();
     const moduleRef = await Test.createTestingModule({
       imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
-      providers: [SeatsGateway],
+      providers: [SeatsGateway, SeatHolds],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');
@@ -118,6 +144,17 @@ describe('@Locked on a WebSocket gateway (socket.io)', () => {
     expect(await release({ seatId: 'B-2' }, 'seat.release')).toEqual({
       answer: { released: 'B-2' },
     });
+  });
+
+  it('with @UseFilters(LockExceptionFilter), a busy @Locked service method reaches the client as data', async () => {
+    const [first, second] = await Promise.all([connect(), connect()]);
+    const holding = first({ seatId: 'C-3' }, 'seat.hold');
+    await waitFor(async () => (await redis.exists(leaseKey(prefix, 'hold:C-3'))) === 1);
+    expect(await second({ seatId: 'C-3' }, 'seat.hold')).toMatchObject({
+      exception: { status: 'error', error: 'LockNotAcquiredError', key: 'hold:C-3' },
+    });
+    gate.release();
+    expect(await holding).toEqual({ answer: { held: 'C-3' } });
   });
 
   it('answers a payload without the key field with LockKeyError data', async () => {
