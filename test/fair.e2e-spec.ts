@@ -10,6 +10,7 @@ import {
   RedisLockConfigError,
   type LockHandle,
 } from 'nestjs-redis-lock';
+import { lockRedisKeys } from '../lib/keys/lock-keys';
 import { fairAcquireScript } from '../lib/scripts/fair-acquire.script';
 import { lockServices, redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
@@ -48,6 +49,19 @@ async function queuedAcquire(
   acquired.catch(() => undefined); // awaited by the test when it expects a rejection
   await waitFor(async () => (await redis.zcard(queueOf(key))) === position + 1, 5_000, 2);
   return { acquired };
+}
+
+/**
+ * Queues `token` on `key` as a waiter would, with an entry living `lifetime` ms, and never again:
+ * a waiter whose process died (or was paused) right after its try.
+ */
+async function queueVanishedWaiter(key: string, token: string, lifetime: number): Promise<void> {
+  const keys = lockRedisKeys(prefix, key);
+  await fairAcquireScript.run(
+    redis,
+    [keys.lock, keys.fence, keys.queue, keys.waiters],
+    [token, 30_000, '1', lifetime],
+  );
 }
 
 describe('fair mode', () => {
@@ -146,11 +160,7 @@ describe('fair mode', () => {
     const options = { commandTimeout: 300, ttl: 30_000 };
     const holder = await services.create(options).acquire('dead');
     // A waiter that queued and then vanished (its process killed): an entry nobody refreshes.
-    await fairAcquireScript.run(
-      redis,
-      [keyOf('dead'), `${keyOf('dead')}:fence`, queueOf('dead'), `${keyOf('dead')}:waiters`],
-      ['dead-waiter-token', 30_000, '1', 1_000],
-    );
+    await queueVanishedWaiter('dead', 'dead-waiter-token', 1_000);
     const { acquired: alive } = await queuedAcquire(services.create(options), 'dead', 1);
     const releasedAt = now();
     await holder.release();
@@ -166,16 +176,7 @@ describe('fair mode', () => {
 
   it('skips a dead waiter whose entry already lapsed', async () => {
     const holder = await services.create().acquire('lapsed');
-    await fairAcquireScript.run(
-      redis,
-      [
-        keyOf('lapsed'),
-        `${keyOf('lapsed')}:fence`,
-        queueOf('lapsed'),
-        `${keyOf('lapsed')}:waiters`,
-      ],
-      ['lapsed-waiter-token', 30_000, '1', 100],
-    );
+    await queueVanishedWaiter('lapsed', 'lapsed-waiter-token', 100);
     const { acquired: alive } = await queuedAcquire(services.create(), 'lapsed', 1);
     await sleep(150); // the dead entry lapses; the live one is refreshed
     await holder.release();
@@ -244,16 +245,7 @@ describe('fair mode', () => {
 
   it('hands a dead waiter no more than what was left of its entry', async () => {
     const holder = await services.create().acquire('dead-cap');
-    await fairAcquireScript.run(
-      redis,
-      [
-        keyOf('dead-cap'),
-        `${keyOf('dead-cap')}:fence`,
-        queueOf('dead-cap'),
-        `${keyOf('dead-cap')}:waiters`,
-      ],
-      ['dead-waiter-token', 30_000, '1', 1_000],
-    );
+    await queueVanishedWaiter('dead-cap', 'dead-waiter-token', 1_000);
     await sleep(600); // the entry has ~400 ms left
     await holder.release();
     expect(await redis.get(keyOf('dead-cap'))).toBe('dead-waiter-token');
