@@ -23,7 +23,7 @@ export { Locked, type LockedOptions, type LockKeyFactory } from './decorator/loc
 export { LockedInterceptor } from './decorator/locked.interceptor';
 export { LockExceptionFilter } from './http/lock-exception.filter';
 export type { LockTransportError } from './rpc/lock-transport-error';
-export { currentLock } from './locking/lock-context';
+export { currentLock, outsideLocks } from './locking/lock-context';
 export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
 export {
   LockKeyError,

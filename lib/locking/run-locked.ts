@@ -1,11 +1,9 @@
-import { Logger } from '@nestjs/common';
 import { Observable, type Subscription } from 'rxjs';
-import { monotonicNow } from '../engine/clock';
 import type { HeldLock, LockHandle } from '../engine/lock-handle';
-import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { LockService, WithLockOptions } from '../lock.service';
 import type { OnBusyPolicy } from '../module/redis-lock-options';
+import { Hold, releaseQuietly } from './holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
@@ -13,13 +11,12 @@ export interface RunLockedOptions extends WithLockOptions {
   onBusy?: OnBusyPolicy;
 }
 
-const logger = new Logger('RedisLock');
-
 /**
- * Holds `key` while `fn` runs: re-uses a lock this call chain already holds (re-entrancy),
- * otherwise acquires, runs `fn` in a frame that carries the lock, and always releases. `fn`'s own
- * errors pass through untouched; a lock lost while it ran becomes `LockLostError` after it settles.
- * Resolves `undefined` without running `fn` when busy and `onBusy` is `'skip'`.
+ * Holds `key` while `fn` runs: joins a lock this call chain already holds (re-entrancy),
+ * otherwise acquires; runs `fn` in a frame that carries its hold, and ends the hold after. The
+ * last hold of a lock releases it. `fn`'s own errors pass through untouched; a lock lost while it
+ * ran becomes `LockLostError` after it settles. Resolves `undefined` without running `fn` when
+ * busy and `onBusy` is `'skip'`.
  */
 export async function runLocked<T>(
   locks: LockService,
@@ -28,20 +25,23 @@ export async function runLocked<T>(
   fn: (lock: LockHandle) => T | Promise<T>,
 ): Promise<T> {
   const parent = lockContext.getStore();
-  const reused = heldByChain(locks, key, options, parent);
-  if (reused)
-    return lockContext.run({ ...parent, held: parent!.held, current: reused }, () => fn(reused));
-
-  const lock = await acquireOrSkip(locks, key, options);
-  if (!lock) return undefined as T;
+  // Joined synchronously, at call time: a caller that does not await this call cannot end the
+  // last hold (and release) before this one counts.
+  let hold = heldByChain(locks, key, options, parent)?.join();
+  if (!hold) {
+    const lock = await acquireOrSkip(locks, key, options);
+    if (!lock) return undefined as T;
+    hold = Hold.of(lock);
+  }
+  const own = hold;
   let result: T;
   try {
-    result = await lockContext.run(frameWith(parent, lock.redisKeys.lock, lock), () => fn(lock));
+    result = await lockContext.run(frameWith(parent, own), () => fn(own.lock));
   } catch (error) {
-    await releaseQuietly(lock);
+    await own.end();
     throw error;
   }
-  const lost = await settle(lock);
+  const lost = await own.end();
   if (lost && (options.onLost ?? locks.options.onLost) === 'throw') throw lost;
   return result;
 }
@@ -60,14 +60,14 @@ export function observeLocked<T>(
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     const parent = lockContext.getStore();
-    const reused = heldByChain(locks, key, options, parent);
-    if (reused) {
-      return lockContext.run({ ...parent, held: parent!.held, current: reused }, () =>
-        source().subscribe(subscriber),
-      );
+    const joined = heldByChain(locks, key, options, parent)?.join();
+    if (joined) {
+      // Counted until the subscription closes, however it closes (a throwing source included).
+      subscriber.add(() => void joined.end());
+      return lockContext.run(frameWith(parent, joined), () => source().subscribe(subscriber));
     }
 
-    let lock: HeldLock | undefined;
+    let lock: Hold | undefined;
     let inner: Subscription | undefined;
     let closed = false;
     // Cancels a waiting acquire when the subscriber leaves; a fail-fast one (wait 0) needs none,
@@ -78,7 +78,7 @@ export function observeLocked<T>(
       const held = lock;
       lock = undefined;
       if (!held) return;
-      const lost = await settle(held);
+      const lost = await held.end();
       if (failed) subscriber.error(error);
       else if (lost && (options.onLost ?? locks.options.onLost) === 'throw')
         subscriber.error(mapError(lost));
@@ -93,8 +93,8 @@ export function observeLocked<T>(
       (acquired) => {
         if (!acquired) return subscriber.complete();
         if (closed) return void releaseQuietly(acquired);
-        lock = acquired;
-        lockContext.run(frameWith(parent, acquired.redisKeys.lock, acquired), () => {
+        lock = Hold.of(acquired);
+        lockContext.run(frameWith(parent, lock), () => {
           try {
             inner = source().subscribe({
               next: (value) => subscriber.next(value),
@@ -117,20 +117,21 @@ export function observeLocked<T>(
       inner?.unsubscribe();
       const held = lock;
       lock = undefined;
-      if (held) void releaseQuietly(held);
+      if (held) void held.end();
     };
   });
 }
 
+/** This chain's running hold of `key` through `locks`, if re-entrancy applies. */
 function heldByChain(
   locks: LockService,
   key: string,
   options: RunLockedOptions,
   frame: LockFrame | undefined,
-): LockHandle | undefined {
+): Hold | undefined {
   if (!frame || !(options.reentrant ?? locks.options.reentrant)) return undefined;
-  const held = frame.held.get(locks.engine.keysOf(key).lock);
-  return held && held.owner === locks.engine && held.isHeld ? held : undefined;
+  const hold = frame.held.get(locks.engine.keysOf(key).lock);
+  return hold && hold.lock.owner === locks.engine && hold.active ? hold : undefined;
 }
 
 async function acquireOrSkip(
@@ -149,26 +150,4 @@ async function acquireOrSkip(
     }
     throw error;
   }
-}
-
-/**
- * Releases after the work settled; resolves the `LockLostError` if the work was not protected
- * to its end (lost before, or found lost by the release), else `undefined`.
- */
-async function settle(lock: HeldLock): Promise<LockLostError | undefined> {
-  const protectedToTheEnd = lock.isHeld && monotonicNow() <= lock.validUntil;
-  const released = await releaseQuietly(lock);
-  if (protectedToTheEnd && released !== false) return undefined;
-  return lock.lost ?? new LockLostError(lock.key, 'deadline');
-}
-
-/**
- * A release that never throws: its failure must not mask the work's own result or error, and the
- * TTL frees the key anyway. Resolves `'unknown'` when Redis did not answer in time.
- */
-function releaseQuietly(lock: HeldLock): Promise<boolean | 'unknown'> {
-  return lock.release().catch((error: unknown) => {
-    logger.warn(`Releasing lock "${lock.key}" failed (${String(error)}); it expires by its TTL.`);
-    return 'unknown' as const;
-  });
 }
