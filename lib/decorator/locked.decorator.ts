@@ -1,5 +1,5 @@
 import { UseInterceptors } from '@nestjs/common';
-import { Observable } from 'rxjs';
+import { isObservable, Observable } from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
@@ -29,7 +29,10 @@ export type { LockedOptions, LockKeyFactory };
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
  *   `order:undefined`.
  * - Provider methods always return a Promise (they wait for the lock); methods declared to return
- *   `Observable` hold the lock from subscribe until complete, error or unsubscribe.
+ *   `Observable` (a value import) hold the lock from subscribe until complete, error or
+ *   unsubscribe. A method whose Observable return type the compiler did not record (an
+ *   `import type`, an inferred type) runs its body under the lock and resolves to an Observable
+ *   that holds the lock again from subscribe until it ends.
  *
  * @example
  * ```ts
@@ -94,7 +97,10 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
     return (async () => {
       if (!locks) throw new RedisLockError(messages.notBound(spec.where));
       const key = keyFromArguments(spec, args);
-      return runLocked(locks, key, spec.options, () => original.apply(this, args));
+      const value = await runLocked(locks, key, spec.options, () => original.apply(this, args));
+      // A stream the return type did not reveal (`import type { Observable }`, an inferred type):
+      // the body ran under the lock; the stream's work, which starts on subscribe, holds it again.
+      return isObservable(value) ? observeLocked(locks, key, spec.options, () => value) : value;
     })();
   };
   return wrapper;
