@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
@@ -25,6 +26,13 @@ export interface AcquireRequest {
   renew: boolean;
   signal?: AbortSignal;
 }
+
+/**
+ * The async context 'lost' listeners run in, taken when this module loads (at startup, outside any
+ * request): a loss is found by a timer armed in whichever call came first, and listeners must not
+ * see that call's locks or request-scoped stores as their own.
+ */
+const listenerScope = new AsyncResource('RedisLockLostEvent');
 
 /** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
 export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
@@ -231,7 +239,7 @@ export class LockEngine implements LockOperations {
   reportLost(lock: HeldLock, error: LockLostError): void {
     this.logger.warn(error.message);
     try {
-      this.events.emit('lost', error, lock);
+      listenerScope.runInAsyncScope(() => this.events.emit('lost', error, lock));
     } catch (listenerError) {
       // A throwing listener must not stop the watchdog's tick (nor become an uncaught exception).
       this.logger.error(`A 'lost' listener threw: ${String(listenerError)}`);
