@@ -4,6 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { LockService } from '../lock.service';
+import { warnIfEventsDrop } from '../rpc/event-handlers';
 import { bindLockService } from './locked-binding';
 import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
 
@@ -47,6 +48,14 @@ export class LockedExplorer implements OnModuleInit {
         if (!wrapper.isDependencyTreeStatic())
           throw new RedisLockConfigError(messages.requestScoped(spec.where));
         assertProviderPlaceholders(spec);
+      }
+      if (isController) {
+        warnIfEventsDrop(
+          prototype[name],
+          spec.where,
+          spec.options.wait ?? this.locks.options.wait,
+          spec.options.onBusy ?? this.locks.options.onBusy,
+        );
       }
       if (!bound && instance && typeof instance === 'object') {
         bindLockService(instance, this.locks);

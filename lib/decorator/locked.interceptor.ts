@@ -13,6 +13,7 @@ import { LockService } from '../lock.service';
 import type { LockFailure } from '../module/redis-lock-options';
 import { lockContext } from '../locking/lock-context';
 import { observeLocked } from '../locking/run-locked';
+import { isEventHandler, logEventFailure } from '../rpc/event-handlers';
 import { toTransportException } from '../rpc/lock-transport-error';
 import { getLockedSpec, keyFromContext, type LockedSpec } from './locked-spec';
 
@@ -45,7 +46,7 @@ export class LockedInterceptor implements NestInterceptor {
         next.handle(),
       );
     const locked = observeLocked(this.locks, key, spec.options, run, (error) =>
-      this.mapError(error, context),
+      this.mapError(error, context, key),
     );
     // A call skipped as busy (`onBusy: 'skip'`) completes without a value. A handler that returns
     // a value answers as if it returned `undefined`, instead of Nest failing on an empty stream (500).
@@ -66,10 +67,15 @@ export class LockedInterceptor implements NestInterceptor {
     return toLockHttpException(error, context, this.locks!.options);
   }
 
-  private mapError(error: unknown, context: ExecutionContext): unknown {
+  private mapError(error: unknown, context: ExecutionContext, key?: string): unknown {
     if (!isLockFailure(error)) return error;
     const type = context.getType();
     if (type === 'http') return this.toHttpException(error, context);
+    // An event's caller hears nothing back, so its lock failure is logged.
+    const handler = context.getHandler();
+    if (type === 'rpc' && isEventHandler(handler)) {
+      logEventFailure(error, handler, getLockedSpec(handler)?.where ?? handler.name, key);
+    }
     // Microservices and gateways: the transport's exception carries the failure as data.
     if (type === 'rpc' || type === 'ws') return toTransportException(error, type);
     return error;

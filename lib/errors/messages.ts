@@ -70,6 +70,23 @@ export const messages = {
   requestScoped: (where: string) =>
     `@Locked() on ${where}: the provider is request-scoped (or depends on one), so Nest creates it ` +
     'per request after bootstrap and the lock cannot be bound. Move the locked method to a singleton provider.',
+  eventNotHandled: (
+    pattern: string,
+    where: string,
+    key: string | undefined,
+    reason: string,
+    busy: boolean,
+  ) =>
+    `Event ${pattern} was not handled by ${where}` +
+    (key !== undefined ? ` (lock "${key}")` : '') +
+    `: ${reason} No caller receives this error.` +
+    (busy
+      ? " Give the handler a `wait` budget so events on one key run one after another, or `onBusy: 'skip'` to drop duplicates on purpose."
+      : ''),
+  eventWaitZero: (pattern: string, where: string) =>
+    `@Locked() on event handler ${where} (${pattern}) has \`wait: 0\`: an event that arrives while ` +
+    'another one on the same key runs is dropped (and logged). Set `@Locked(key, { wait })` so ' +
+    "events on one key run one after another, or `onBusy: 'skip'` to drop duplicates on purpose.",
   aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
   shuttingDown: () => 'LockService is shutting down; no new locks are granted.',
 };

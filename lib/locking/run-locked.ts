@@ -74,14 +74,25 @@ export function observeLocked<T>(
     // and a grant that lands after the subscriber left is released below anyway.
     const waits = (options.wait ?? locks.options.wait) > 0;
     const leave = waits ? new AbortController() : undefined;
+    // A mapping that throws (a header that can no longer be set, a user's exception factory)
+    // must still reach the subscriber: these run in promise callbacks, where a throw would be an
+    // unhandled rejection and the subscriber would never hear back.
+    const failWith = (error: unknown): void => {
+      let mapped: unknown;
+      try {
+        mapped = mapError(error);
+      } catch (mappingError) {
+        mapped = mappingError;
+      }
+      subscriber.error(mapped);
+    };
     const finish = async (error?: unknown, failed = false): Promise<void> => {
       const held = lock;
       lock = undefined;
       if (!held) return;
       const lost = await held.end();
       if (failed) subscriber.error(error);
-      else if (lost && (options.onLost ?? locks.options.onLost) === 'throw')
-        subscriber.error(mapError(lost));
+      else if (lost && (options.onLost ?? locks.options.onLost) === 'throw') failWith(lost);
       else subscriber.complete();
     };
 
@@ -107,7 +118,7 @@ export function observeLocked<T>(
         });
       },
       (error: unknown) => {
-        if (!closed) subscriber.error(mapError(error));
+        if (!closed) failWith(error);
       },
     );
 
