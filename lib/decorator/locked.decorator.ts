@@ -77,8 +77,10 @@ export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}
 function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpec) {
   const wrapper = function (this: unknown, ...args: unknown[]): unknown {
     const frame = lockContext.getStore();
-    if (frame?.lockedByInterceptor === wrapper) {
-      // A route: the interceptor already holds the lock for this very call.
+    if (frame?.lockedByInterceptor === spec) {
+      // A route: the interceptor already holds the lock for this very call. Matched by spec, not
+      // by function: a wrapping decorator above this one (a tracing `@Span`) copies the spec onto
+      // the function Nest calls, and then calls this wrapper with the same request.
       return lockContext.run({ ...frame, lockedByInterceptor: undefined }, () =>
         original.apply(this, args),
       );

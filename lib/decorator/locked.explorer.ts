@@ -6,6 +6,7 @@ import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { LockService } from '../lock.service';
 import { warnIfEventsDrop } from '../rpc/event-handlers';
 import { bindLockService } from './locked-binding';
+import { orderLockedInterceptorLast } from './locked-order';
 import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
 
 /** `@WebSocketGateway()` and `@SubscribeMessage()` metadata (`@nestjs/websockets`, an optional peer). */
@@ -24,7 +25,18 @@ export class LockedExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly locks: LockService,
-  ) {}
+  ) {
+    // Here rather than in onModuleInit: Nest creates every instance before it registers routes,
+    // message handlers and gateways, and it reads their interceptor lists then, once.
+    for (const wrapper of [...discovery.getControllers(), ...discovery.getProviders()]) {
+      const prototype = wrapper.metatype?.prototype as Record<string, unknown> | undefined;
+      if (!prototype || typeof prototype !== 'object') continue;
+      for (const name of scanner.getAllMethodNames(prototype)) {
+        const method = prototype[name];
+        if (getLockedSpec(method)) orderLockedInterceptorLast(method as object);
+      }
+    }
+  }
 
   onModuleInit(): void {
     for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);

@@ -32,7 +32,7 @@ export class LockedInterceptor implements NestInterceptor {
     const spec = getLockedSpec(handler);
     // No lock, or one already taken for this very call (the interceptor registered twice, e.g.
     // also as APP_INTERCEPTOR): pass through rather than lock against ourselves.
-    if (!spec || lockContext.getStore()?.lockedByInterceptor === handler) return next.handle();
+    if (!spec || lockContext.getStore()?.lockedByInterceptor === spec) return next.handle();
     if (!this.locks) return throwError(() => new RedisLockError(messages.notBound(spec.where)));
 
     let key: string;
@@ -42,7 +42,7 @@ export class LockedInterceptor implements NestInterceptor {
       return throwError(() => this.mapError(error, context));
     }
     const run = (): Observable<unknown> =>
-      lockContext.run({ ...lockContext.getStore()!, lockedByInterceptor: handler }, () =>
+      lockContext.run({ ...lockContext.getStore()!, lockedByInterceptor: spec }, () =>
         next.handle(),
       );
     const locked = observeLocked(this.locks, key, spec.options, run, (error) =>

@@ -9,8 +9,9 @@ export interface LockFrame {
   /** The innermost hold; its lock is what `currentLock()` returns. */
   readonly hold?: Hold;
   /**
-   * The `@Locked` method whose lock the interceptor already took for this request: when Nest calls
-   * it, it runs straight through instead of locking again from its arguments.
+   * The `@Locked` method (its spec, which wrappers that copy the method's metadata share) whose
+   * lock the interceptor already took for this request: when Nest calls it, it runs straight
+   * through instead of locking again from its arguments.
    */
   readonly lockedByInterceptor?: object;
 }
