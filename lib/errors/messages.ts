@@ -87,6 +87,13 @@ export const messages = {
     `@Locked() on event handler ${where} (${pattern}) has \`wait: 0\`: an event that arrives while ` +
     'another one on the same key runs is dropped (and logged). Set `@Locked(key, { wait })` so ' +
     "events on one key run one after another, or `onBusy: 'skip'` to drop duplicates on purpose.",
+  rpcLockFailure: (pattern: unknown, reason: string) =>
+    `Microservice handler${pattern === undefined ? '' : ` for ${JSON.stringify(pattern)}`} failed: ` +
+    `${reason} A message's caller receives it as LockTransportError data; an event's caller ` +
+    'receives nothing.',
+  failedAfterResponseStarted: (reason: string) =>
+    `${reason} The response had already started (a @Res() handler wrote to it), so no error ` +
+    'status could be sent: it was ended as it was. Take locks before writing to the response.',
   aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
   shuttingDown: () => 'LockService is shutting down; no new locks are granted.',
 };

@@ -4,7 +4,8 @@
  * drop events on a busy key (`wait: 0`) is named by a warning at bootstrap, and with a `wait`
  * budget events on one key run one after another.
  */
-import { Controller, Logger, type INestMicroservice } from '@nestjs/common';
+import { Controller, Injectable, Logger, type INestMicroservice } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
 import {
   ClientProxyFactory,
   EventPattern,
@@ -16,7 +17,7 @@ import {
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { firstValueFrom } from 'rxjs';
-import { Locked, RedisLockModule } from 'nestjs-redis-lock';
+import { LockExceptionFilter, Locked, LockService, RedisLockModule } from 'nestjs-redis-lock';
 import { freePort } from '../support/free-port';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { Gate, waitFor } from '../support/time';
@@ -40,8 +41,19 @@ class Tally {
   }
 }
 
+/** A provider method: its lock failure reaches the event handler as a thrown error. */
+@Injectable()
+class Ledger {
+  @Locked('ledger:<accountId>')
+  async post(accountId: string): Promise<void> {
+    void accountId;
+  }
+}
+
 @Controller()
 class PaymentEvents {
+  constructor(private readonly ledger: Ledger) {}
+
   readonly failFast = new Tally();
   readonly waiting = new Tally();
 
@@ -58,6 +70,12 @@ class PaymentEvents {
   settled(@Payload() data: { accountId: string }): Promise<void> {
     void data;
     return this.waiting.run(new Promise((resolve) => setTimeout(resolve, 30)));
+  }
+
+  /** Not locked itself: the service it calls is. */
+  @EventPattern('payment.booked')
+  booked(@Payload() data: { accountId: string }): Promise<void> {
+    return this.ledger.post(data.accountId);
   }
 
   /** Dropping duplicates on purpose: no warning. */
@@ -88,6 +106,7 @@ describe('@Locked on @EventPattern handlers (TCP transport)', () => {
     const moduleRef = await Test.createTestingModule({
       imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
       controllers: [PaymentEvents],
+      providers: [Ledger, { provide: APP_FILTER, useClass: LockExceptionFilter }],
     }).compile();
     app = moduleRef.createNestMicroservice<MicroserviceOptions>({
       transport: Transport.TCP,
@@ -148,5 +167,19 @@ describe('@Locked on @EventPattern handlers (TCP transport)', () => {
     await waitFor(() => handlers.waiting.runs === 3 && handlers.waiting.running === 0, 10_000);
     expect(handlers.waiting.maxRunning).toBe(1);
     expect(error).not.toHaveBeenCalled();
+  });
+
+  it('logs a busy @Locked service method called from an event handler (LockExceptionFilter)', async () => {
+    const held = await app.get(LockService).acquire('ledger:a-3');
+    try {
+      warn.mockClear();
+      await emit('payment.booked', { accountId: 'a-3' });
+      await waitFor(() => warn.mock.calls.length > 0, 5_000);
+      const line = String(warn.mock.calls[0][0]);
+      expect(line).toContain('"payment.booked"');
+      expect(line).toContain('"ledger:a-3" is held by another holder');
+    } finally {
+      await held.release();
+    }
   });
 });
