@@ -15,6 +15,12 @@ import {
   type LockedSpec,
   type LockKeyFactory,
 } from './locked-spec';
+import {
+  defineResponseBinding,
+  readResponseBinding,
+  runHeldCall,
+  type ResponseBinding,
+} from './locked-response';
 import { LockedInterceptor } from './locked.interceptor';
 
 export type { LockedOptions, LockKeyFactory };
@@ -59,7 +65,8 @@ export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}
     const returnsObservable =
       Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
     const spec = createLockedSpec(key, options, original, where, returnsObservable);
-    const wrapper = lockedMethod(original, spec);
+    const binding = readResponseBinding(target, propertyKey);
+    const wrapper = lockedMethod(original, spec, binding);
 
     // Keep what decorators below this one stored on the original (@Get, @HttpCode, @Cron, …).
     for (const metadataKey of Reflect.getOwnMetadataKeys(original)) {
@@ -68,22 +75,31 @@ export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}
     Object.defineProperty(wrapper, 'name', { value: original.name });
     Object.defineProperty(wrapper, 'length', { value: original.length });
     Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
+    defineResponseBinding(wrapper, binding);
     // Mutate the descriptor (never return a new one), so decorators above see the wrapper.
     (descriptor as TypedPropertyDescriptor<unknown>).value = wrapper;
     UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor);
   };
 }
 
-function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpec) {
+function lockedMethod(
+  original: (...args: unknown[]) => unknown,
+  spec: LockedSpec,
+  binding: ResponseBinding,
+) {
   const wrapper = function (this: unknown, ...args: unknown[]): unknown {
     const frame = lockContext.getStore();
     if (frame?.lockedByInterceptor === spec) {
       // A route: the interceptor already holds the lock for this very call. Matched by spec, not
       // by function: a wrapping decorator above this one (a tracing `@Span`) copies the spec onto
-      // the function Nest calls, and then calls this wrapper with the same request.
-      return lockContext.run({ ...frame, lockedByInterceptor: undefined }, () =>
-        original.apply(this, args),
-      );
+      // the function Nest calls, and then calls this wrapper with the same request. What the
+      // handler returns (a promise, an ack to send) is recorded on the call, so the lock outlasts it.
+      const inner = { ...frame, lockedByInterceptor: undefined, lockedCall: undefined };
+      const run = (callArgs: unknown[]) =>
+        lockContext.run(inner, () => original.apply(this, callArgs));
+      return frame.lockedCall
+        ? runHeldCall(frame.lockedCall, binding, spec.where, args, run)
+        : run(args);
     }
     const locks = boundLockService(this);
     if (spec.returnsObservable) {

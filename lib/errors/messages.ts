@@ -94,6 +94,12 @@ export const messages = {
   failedAfterResponseStarted: (reason: string) =>
     `${reason} The response had already started (a @Res() handler wrote to it), so no error ` +
     'status could be sent: it was ended as it was. Take locks before writing to the response.',
+  holdEnded: (key: string) =>
+    `The hold on lock "${key}" ended (its Observable was torn down) and the lock is being ` +
+    'released: stop the work, it is no longer protected.',
+  callAfterRelease: (where: string) =>
+    `${where} was reached after its lock was released (its caller had left while pipes ran), so ` +
+    'it was not run: it would have run unprotected.',
   aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
   shuttingDown: () => 'LockService is shutting down; no new locks are granted.',
 };

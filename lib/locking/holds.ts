@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { monotonicNow } from '../engine/clock';
-import type { HeldLock } from '../engine/lock-handle';
+import type { HeldLock, LockHandle } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
 
 const logger = new Logger('RedisLock');
@@ -17,6 +17,8 @@ export class Hold {
 
   private constructor(
     readonly lock: HeldLock,
+    /** The lock as the hold's work sees it (`currentLock()`): the lock, or a view of it. */
+    readonly handle: LockHandle,
     /** How many holds of this lock have not ended yet; shared by all of them. */
     private readonly open: { count: number },
   ) {
@@ -24,13 +26,13 @@ export class Hold {
   }
 
   /** The first hold of a lock just acquired. */
-  static of(lock: HeldLock): Hold {
-    return new Hold(lock, { count: 0 });
+  static of(lock: HeldLock, handle: LockHandle = lock): Hold {
+    return new Hold(lock, handle, { count: 0 });
   }
 
   /** Another hold on the same lock, for a re-entrant call. */
   join(): Hold {
-    return new Hold(this.lock, this.open);
+    return new Hold(this.lock, this.handle, this.open);
   }
 
   /** True once `end()` was called. */

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LockHandle } from '../engine/lock-handle';
 import type { Hold } from './holds';
+import type { LockedCall } from './locked-call';
 
 /** What the running async call chain holds. */
 export interface LockFrame {
@@ -14,6 +15,8 @@ export interface LockFrame {
    * through instead of locking again from its arguments.
    */
   readonly lockedByInterceptor?: object;
+  /** That call's record: the `@Locked` method reports there what its handler returned. */
+  readonly lockedCall?: LockedCall;
 }
 
 /**
@@ -38,7 +41,7 @@ export const lockContext = new AsyncLocalStorage<LockFrame>();
  */
 export function currentLock(): LockHandle | undefined {
   const hold = lockContext.getStore()?.hold;
-  return hold && !hold.settled ? hold.lock : undefined;
+  return hold && !hold.settled ? hold.handle : undefined;
 }
 
 /**

@@ -1,10 +1,14 @@
 import { Observable, type Subscription } from 'rxjs';
 import type { HeldLock, LockHandle } from '../engine/lock-handle';
+import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { LockService, WithLockOptions } from '../lock.service';
 import type { OnBusyPolicy } from '../module/redis-lock-options';
+import { messages } from '../errors/messages';
 import { Hold, releaseQuietly } from './holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
+import { LockedCall } from './locked-call';
+import { ScopedLock } from './scoped-lock';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
 export interface RunLockedOptions extends WithLockOptions {
@@ -36,7 +40,7 @@ export async function runLocked<T>(
   const own = hold;
   let result: T;
   try {
-    result = await lockContext.run(frameWith(parent, own), () => fn(own.lock));
+    result = await lockContext.run(frameWith(parent, own), () => fn(own.handle));
   } catch (error) {
     await own.end();
     throw error;
@@ -50,24 +54,30 @@ export async function runLocked<T>(
  * The Observable form of `runLocked`, for handlers that return streams (SSE included): acquires
  * on subscribe, holds until the source completes, errors or the subscriber leaves, and releases at
  * once a lock granted after the subscriber left. `mapError` shapes lock failures only.
+ *
+ * `source` gets the call's `LockedCall`: work held there (a route handler's promise, its response,
+ * a stream, an acknowledgement) keeps the lock — renewed — after the source ended or the subscriber
+ * left, until it settles. The lock's signal, as the source sees it, aborts when the hold ends.
  */
 export function observeLocked<T>(
   locks: LockService,
   key: string,
   options: RunLockedOptions,
-  source: () => Observable<T>,
+  source: (call: LockedCall) => Observable<T>,
   mapError: (error: unknown) => unknown = (error) => error,
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     const parent = lockContext.getStore();
     const joined = heldByChain(locks, key, options, parent)?.join();
     if (joined) {
-      // Counted until the subscription closes, however it closes (a throwing source included).
-      subscriber.add(() => void joined.end());
-      return lockContext.run(frameWith(parent, joined), () => source().subscribe(subscriber));
+      // Counted until the subscription closes, however it closes (a throwing source included),
+      // and until the work the call holds has settled.
+      const call = new LockedCall();
+      subscriber.add(() => void call.drain().then(() => joined.end()));
+      return lockContext.run(frameWith(parent, joined), () => source(call).subscribe(subscriber));
     }
 
-    let lock: Hold | undefined;
+    let held: Subscribed | undefined;
     let inner: Subscription | undefined;
     let closed = false;
     // Cancels a waiting acquire when the subscriber leaves; a fail-fast one (wait 0) needs none,
@@ -87,10 +97,18 @@ export function observeLocked<T>(
       subscriber.error(mapped);
     };
     const finish = async (error?: unknown, failed = false): Promise<void> => {
-      const held = lock;
-      lock = undefined;
-      if (!held) return;
-      const lost = await held.end();
+      const ending = held;
+      held = undefined;
+      if (!ending) return;
+      if (ending.call.busy) {
+        // Work for the key outlives the stream (a response still being sent, an ack not yet
+        // called): answer now, release once it is done. A loss then is reported by the engine.
+        if (failed) subscriber.error(error);
+        else subscriber.complete();
+        void endHold(ending);
+        return;
+      }
+      const lost = await endHold(ending);
       if (failed) subscriber.error(error);
       else if (lost && (options.onLost ?? locks.options.onLost) === 'throw') failWith(lost);
       else subscriber.complete();
@@ -104,10 +122,12 @@ export function observeLocked<T>(
       (acquired) => {
         if (!acquired) return subscriber.complete();
         if (closed) return void releaseQuietly(acquired);
-        lock = Hold.of(acquired);
-        lockContext.run(frameWith(parent, lock), () => {
+        const view = new ScopedLock(acquired);
+        const started: Subscribed = { hold: Hold.of(acquired, view), view, call: new LockedCall() };
+        held = started;
+        lockContext.run(frameWith(parent, started.hold), () => {
           try {
-            inner = source().subscribe({
+            inner = source(started.call).subscribe({
               next: (value) => subscriber.next(value),
               error: (error: unknown) => void finish(error, true),
               complete: () => void finish(),
@@ -126,11 +146,33 @@ export function observeLocked<T>(
       closed = true;
       leave?.abort();
       inner?.unsubscribe();
-      const held = lock;
-      lock = undefined;
-      if (held) void held.end();
+      const ending = held;
+      held = undefined;
+      // Teardown has run; the held work (a promise that cannot be cancelled) still holds the key.
+      if (ending) void endHold(ending);
     };
   });
+}
+
+/** One subscription's hold: its counted hold, the view its work sees, and the work it holds. */
+interface Subscribed {
+  readonly hold: Hold;
+  readonly view: ScopedLock;
+  readonly call: LockedCall;
+}
+
+/**
+ * Ends a subscription's hold: waits for the work the call still holds (the lock keeps being
+ * renewed meanwhile), aborts the view's signal, then ends the hold (the last one releases).
+ * Never rejects.
+ */
+async function endHold({ hold, view, call }: Subscribed): Promise<LockLostError | undefined> {
+  const ended = new DOMException(messages.holdEnded(hold.lock.key), 'AbortError');
+  // Nothing outlives the stream: abort at once, within teardown, so work that checks it stops.
+  if (!call.busy) view.end(ended);
+  await call.drain();
+  view.end(ended);
+  return hold.end();
 }
 
 /** This chain's running hold of `key` through `locks`, if re-entrancy applies. */

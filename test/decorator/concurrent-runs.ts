@@ -6,7 +6,7 @@ import {
 } from '@nestjs/common';
 import { finalize, from, mergeMap, type Observable } from 'rxjs';
 import { LockService } from 'nestjs-redis-lock';
-import { Gate } from '../support/time';
+import { Gate, sleep } from '../support/time';
 
 /**
  * Counts the runs of the work for each key: how many started, and the most that ran at once. Work
@@ -35,6 +35,28 @@ export class ConcurrentRuns {
 
   maxConcurrent(key: string): number {
     return this.most.get(key) ?? 0;
+  }
+
+  /**
+   * Starts a call for `key` while its first run is still going, and reports how it ended: its
+   * answer, or 'ran' as soon as its run started beside the first (the overlap), or 'neither' after
+   * `ms`. Polls, and stops polling either way.
+   */
+  async answeredOrRan<T>(
+    key: string,
+    start: () => Promise<T>,
+    ms = 3_000,
+  ): Promise<T | 'ran' | 'neither'> {
+    const before = this.started(key);
+    let answer: { value: T } | undefined;
+    void start().then((value) => (answer = { value }));
+    const deadline = performance.now() + ms;
+    while (performance.now() < deadline) {
+      if (answer) return answer.value;
+      if (this.started(key) > before) return 'ran';
+      await sleep(5);
+    }
+    return 'neither';
   }
 
   /** Resolves when the test opens the gate of `key`: the work holds until then. */

@@ -13,6 +13,7 @@ import {
   Injectable,
   type INestApplication,
   type NestInterceptor,
+  type PipeTransform,
   Param,
   Post,
   RequestTimeoutException,
@@ -100,6 +101,15 @@ function countedStream(key: string): Readable {
   return stream;
 }
 
+/** A pipe that takes its time (an async validation): it waits for the key's gate. */
+@Injectable()
+class SlowPipe implements PipeTransform<string, Promise<string>> {
+  async transform(userId: string): Promise<string> {
+    await runs.gate(`pipe:${userId}`);
+    return userId;
+  }
+}
+
 @Injectable()
 class Ticker {
   readonly seen: { signal?: AbortSignal; heldAtTeardown?: boolean } = {};
@@ -139,6 +149,22 @@ class LifetimeController {
   @Locked('raced:<userId>')
   raced(@Param('userId') userId: string): Promise<{ done: string }> {
     return work(`raced:${userId}`);
+  }
+
+  @Post('slow-pipe/:userId')
+  @SetMetadata(TIMEOUT_MS, 300)
+  @Locked('pipe:<userId>')
+  slowPipe(@Param('userId', SlowPipe) userId: string): { ran: string } {
+    runs.enter(`pipe:${userId}`);
+    runs.leave(`pipe:${userId}`);
+    return { ran: userId };
+  }
+
+  @Post('passthrough/:userId')
+  @Locked('passthrough:<userId>')
+  passthrough(@Param('userId') userId: string, @Res({ passthrough: true }) res: Response) {
+    res.setHeader('x-seen', userId);
+    return { userId };
   }
 
   /** Replies later, from a callback: the handler itself returns at once. */
@@ -235,26 +261,16 @@ describe('@Locked routes hold the key until the work for it is done (Express)', 
   const post = (path: string) => request(app.getHttpServer()).post(path).then();
   const released = (key: string) => waitFor(async () => !(await locks.isLocked(key)), 2_000, 5);
 
-  /**
-   * Sends a second request for a key whose first run is still going, and reports how it ended: its
-   * status if it was answered, or 'ran' if its handler started (the overlap) — whichever is first.
-   */
-  async function secondCall(key: string, call: () => Promise<{ status: number }>) {
-    const before = runs.started(key);
-    const answered = call().then((response) => response.status);
-    const outcome = await Promise.race([
-      answered,
-      waitFor(() => runs.started(key) > before, 3_000, 5).then(() => 'ran' as const),
-    ]);
-    return { outcome, answered };
-  }
+  /** A second request for a key whose first run still goes on: its status, or 'ran' (overlap). */
+  const secondCall = (key: string, call: () => Promise<{ status: number }>) =>
+    runs.answeredOrRan(key, () => call().then((response) => response.status));
 
   describe('a Promise handler after a timeout interceptor gave up', () => {
     it('CONTROL: a lock released on return lets a second request run beside the first', async () => {
       const key = 'control:t-1';
       expect((await post('/control/slow/t-1')).status).toBe(408);
       expect(runs.started(key)).toBe(1);
-      const { outcome } = await secondCall(key, () => post('/control/slow/t-1'));
+      const outcome = await secondCall(key, () => post('/control/slow/t-1'));
       expect(outcome).toBe('ran');
       expect(runs.maxConcurrent(key)).toBe(2);
     });
@@ -266,7 +282,7 @@ describe('@Locked routes hold the key until the work for it is done (Express)', 
       // The handler still runs: the key stays held past its 600 ms lease (renewed), and a second
       // request for the same user is refused instead of running beside it.
       await sleep(700);
-      const { outcome } = await secondCall(key, () => post('/slow/u-1'));
+      const outcome = await secondCall(key, () => post('/slow/u-1'));
       expect(outcome).toBe(409);
       expect(await locks.isLocked(key)).toBe(true);
 
@@ -281,7 +297,7 @@ describe('@Locked routes hold the key until the work for it is done (Express)', 
       const key = 'raced:u-2';
       expect((await post('/raced/u-2')).body).toEqual({ queued: true });
       expect(runs.started(key)).toBe(1);
-      const { outcome } = await secondCall(key, () => post('/raced/u-2'));
+      const outcome = await secondCall(key, () => post('/raced/u-2'));
       expect(outcome).toBe(409);
       runs.open(key);
       await released(key);
@@ -289,12 +305,21 @@ describe('@Locked routes hold the key until the work for it is done (Express)', 
     });
   });
 
+  it('does not run a handler whose caller left (timeout) while its pipes ran: the lock is gone', async () => {
+    const key = 'pipe:u-9';
+    expect((await post('/slow-pipe/u-9')).status).toBe(408);
+    await released(key); // nothing of the handler runs yet: the key is free at once
+    runs.open(key); // the pipe finishes now, after the release
+    await sleep(100);
+    expect(runs.started(key)).toBe(0);
+  });
+
   describe('a @Res() handler that replies later', () => {
     it('CONTROL: a lock released on return lets a second request run beside the first', async () => {
       const key = 'control:r-1';
       const first = post('/control/res/r-1');
       await waitFor(() => runs.started(key) === 1, 3_000, 5);
-      const { outcome } = await secondCall(key, () => post('/control/res/r-1'));
+      const outcome = await secondCall(key, () => post('/control/res/r-1'));
       expect(outcome).toBe('ran');
       expect(runs.maxConcurrent(key)).toBe(2);
       runs.open(key);
@@ -306,7 +331,7 @@ describe('@Locked routes hold the key until the work for it is done (Express)', 
       const first = post('/res/u-3');
       await waitFor(() => runs.started(key) === 1, 3_000, 5);
       await sleep(50); // well past the handler's return
-      const { outcome } = await secondCall(key, () => post('/res/u-3'));
+      const outcome = await secondCall(key, () => post('/res/u-3'));
       expect(outcome).toBe(409);
 
       runs.open(key);
@@ -318,12 +343,20 @@ describe('@Locked routes hold the key until the work for it is done (Express)', 
     });
   });
 
+  it('@Res({ passthrough: true }): Nest sends the return value, and the key is released', async () => {
+    const answer = await post('/passthrough/u-4');
+    expect(answer.status).toBe(201);
+    expect(answer.body).toEqual({ userId: 'u-4' });
+    expect(answer.headers['x-seen']).toBe('u-4');
+    await released('passthrough:u-4');
+  });
+
   describe('streams', () => {
     it('holds the key of a StreamableFile until its stream ended', async () => {
       const key = 'file:f-1';
       const first = await openStream(port, '/file/f-1');
       expect(first.status).toBe(200);
-      const { outcome } = await secondCall(key, () =>
+      const outcome = await secondCall(key, () =>
         request(app.getHttpServer()).get('/file/f-1').then(),
       );
       expect(outcome).toBe(409);
@@ -346,7 +379,7 @@ describe('@Locked routes hold the key until the work for it is done (Express)', 
     it('holds the key of a stream piped into @Res() until it ended', async () => {
       const key = 'piped:p-1';
       const first = await openStream(port, '/piped/p-1');
-      const { outcome } = await secondCall(key, () =>
+      const outcome = await secondCall(key, () =>
         request(app.getHttpServer()).get('/piped/p-1').then(),
       );
       expect(outcome).toBe(409);
