@@ -21,6 +21,7 @@ export {
 export type { LockHandle } from './engine/lock-handle';
 export { Locked, type LockedOptions, type LockKeyFactory } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
+export type { LockSkippedAck } from './decorator/locked-response';
 export { LockExceptionFilter } from './http/lock-exception.filter';
 export type { LockTransportError } from './rpc/lock-transport-error';
 export { currentLock, outsideLocks } from './locking/lock-context';
