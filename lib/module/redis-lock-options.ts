@@ -92,6 +92,16 @@ export interface RedisLockModuleOptions {
    */
   prefix?: string;
   /**
+   * How long (ms) a lock's fence counter outlives the lock's last lease. Every key the library
+   * writes has a TTL: the lease its `ttl`, the counter the lease plus this. A key locked again
+   * within it continues its counter (fence + 1); after it, the counter has expired and starts
+   * again from Redis' clock in microseconds, still above every earlier fence unless that clock
+   * has moved back by more than the time since. Everything under `prefix` is gone at most
+   * `ttl + fenceRetention` after the last release (`ttl`: the last lease set, `extend()` included).
+   * @default 60000
+   */
+  fenceRetention?: number;
+  /**
    * Lease length in ms. While a lock is held the watchdog renews it every `ttl / 3`, so a long
    * task keeps its lock and a crashed holder's lock frees within `ttl`.
    * @default 30000

@@ -17,6 +17,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   reentrant: true,
   busyStatus: 409,
   fair: false,
+  fenceRetention: 60_000,
 };
 
 /** Merges defaults and rejects bad values at startup, with a message that names the option. */
@@ -51,6 +52,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertNonNegative('retryJitter', resolved.retryJitter);
   assertPositive('maxKeyLength', resolved.maxKeyLength);
   assertPositive('commandTimeout', resolved.commandTimeout);
+  assertNonNegative('fenceRetention', resolved.fenceRetention);
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   if (typeof resolved.fair !== 'boolean') {
