@@ -14,7 +14,7 @@ import { now, sleep } from '../support/time';
 
 /**
  * The Redis names of lock `key` under `prefix`, as the library lays them out (one hash tag), for
- * the plain keys these suites use (no `{`, `}` or `%`, which the library encodes inside the tag).
+ * the keys these suites use (none starts with a brace, which would get one more `{` in front).
  */
 export function lockKeys(prefix: string, key: string) {
   const lock = `${prefix}{${key}}`;
