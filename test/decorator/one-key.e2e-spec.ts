@@ -11,7 +11,6 @@ import { Gate, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { createDecoratorApp, leaseKey } from './decorator-app';
 
-/* eslint-disable @typescript-eslint/no-unused-vars -- the parameter names are the placeholders */
 @Injectable()
 class Orders {
   @Locked('order:<id>')
@@ -26,7 +25,6 @@ class Orders {
     return currentLock()!.key;
   }
 }
-/* eslint-enable @typescript-eslint/no-unused-vars */
 
 const prefix = uniquePrefix('one-key');
 let app: INestApplication;
