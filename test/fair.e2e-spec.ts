@@ -60,7 +60,7 @@ async function queueVanishedWaiter(key: string, token: string, lifetime: number)
   await fairAcquireScript.run(
     redis,
     [keys.lock, keys.fence, keys.queue, keys.waiters],
-    [token, 30_000, '1', lifetime],
+    [token, 30_000, '1', lifetime, 60_000],
   );
 }
 

@@ -111,13 +111,14 @@ describe('on one Redis', () => {
   });
 
   it('keeps the fence counter alive as long as its lock: renewals and extend() carry it along', async () => {
-    const ttl = 300;
+    // A lease long enough that a late watchdog tick on a loaded machine does not lose it.
+    const ttl = 600;
     const fenceRetention = 200;
     const locks = services.create({ ttl, fenceRetention });
     const lock = await locks.acquire('renewed');
     const lease = `${prefix}{renewed}`;
     // Held for several leases: the watchdog renews every ttl / 3, and the counter follows.
-    const heldUntil = now() + 4 * ttl;
+    const heldUntil = now() + 3 * ttl;
     while (now() < heldUntil) {
       await sleep(50);
       const [lockTtl, fenceTtl] = await Promise.all([
