@@ -86,6 +86,42 @@ describe('a busy @Sse() route (Express)', () => {
   });
 });
 
+describe('a skipped @Sse() route (Express)', () => {
+  const prefix = uniquePrefix('transport-sse-skip');
+  let subject: TransportApp;
+  let port: number;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = redisClient();
+    subject = await startTransportApp({ redis: SHARED_REDIS_URL, prefix });
+    port = (subject.app.getHttpServer().address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    await subject?.close();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  it('streams when free, and ends an empty stream when skipped as busy', async () => {
+    const free = await httpAnswer(port, 'GET', '/t/events-skip?id=skip-free');
+    expect(sseEvents(free.body).map((event) => event.data)).toEqual(['{"n":0}', '{"n":1}']);
+
+    const held = await subject.app.get(LockService).acquire('sse:skip-busy');
+    try {
+      const before = runs.get('sse') ?? 0;
+      const skipped = await httpAnswer(port, 'GET', '/t/events-skip?id=skip-busy');
+      // Ended without an event (whether Nest had sent the SSE headers yet is a race).
+      expect(skipped.status).toBe(200);
+      expect(sseEvents(skipped.body)).toEqual([]);
+      expect(runs.get('sse') ?? 0).toBe(before);
+    } finally {
+      await held.release();
+    }
+  });
+});
+
 /** What each transport's caller gets, per failure mode. */
 const expected = {
   busy: {
