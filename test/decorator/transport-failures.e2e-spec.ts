@@ -13,22 +13,8 @@ import { freePort } from '../support/free-port';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
+import { sseEvents } from './fixtures/sse-events';
 import { httpAnswer, runs, startTransportApp, type TransportApp } from './fixtures/transport-app';
-
-/** The SSE events of a stream's body, as `{ event, data }` pairs. */
-function sseEvents(body: string): { event?: string; data?: string }[] {
-  return body
-    .split('\n\n')
-    .filter((block) => block.trim().length > 0)
-    .map((block) => {
-      const fields: { event?: string; data?: string } = {};
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) fields.event = line.slice('event: '.length);
-        if (line.startsWith('data: ')) fields.data = line.slice('data: '.length);
-      }
-      return fields;
-    });
-}
 
 describe('a busy @Sse() route (Express)', () => {
   const prefix = uniquePrefix('transport-sse-busy');
