@@ -30,6 +30,7 @@ export {
   LockKeyError,
   LockLostError,
   LockNotAcquiredError,
+  LockServiceClosedError,
   RedisCommandError,
   RedisLockConfigError,
   RedisLockError,

@@ -253,7 +253,7 @@ describe('fair mode', () => {
   });
 
   it('close() passes on a hand-off its own waiter received, and ends that waiting call', async () => {
-    const closing = services.create();
+    const closing = services.create({ shutdownGrace: 0 }); // `holder` is released at once
     const holder = await closing.acquire('closing');
     const { acquired: own } = await queuedAcquire(closing, 'closing', 0);
     const { acquired: other } = await queuedAcquire(services.create(), 'closing', 1);

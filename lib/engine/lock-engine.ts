@@ -3,6 +3,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
@@ -50,7 +51,12 @@ export class LockEngine implements LockOperations {
   private readonly notifier: ReleaseNotifier;
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
+  /** Set when shutdown begins: acquires are refused from then on. */
   private closing = false;
+  private drained?: Promise<void>;
+  private closed?: Promise<void>;
+  /** During the shutdown grace: ends the wait once the last held lock is released or lost. */
+  private whenIdle?: () => void;
   /**
    * Acquire calls in progress, and clean-ups not yet answered — the release of a grant that came
    * too late, a fair-mode queue leave — which close() waits for before it closes the connection,
@@ -230,6 +236,7 @@ export class LockEngine implements LockOperations {
   untrack(lock: HeldLock): void {
     this.held.delete(lock);
     this.watchdog.remove(lock);
+    if (this.held.size === 0) this.whenIdle?.();
   }
 
   drift(ttl: number): number {
@@ -251,21 +258,44 @@ export class LockEngine implements LockOperations {
   }
 
   /**
-   * Stops renewal, releases what is still held (bounded), lets waiting calls find out and leave
-   * (fair mode: their queue entries too, and a hand-off that reached them), then closes what we
-   * opened.
+   * Shutdown, first half: refuses new acquires and ends waiting ones (fair mode: their queue
+   * entries too, and a hand-off that reached them); waits up to `shutdownGrace` for held locks to
+   * be released by their work, renewing them meanwhile; then aborts what is still held (reason
+   * `'shutdown'`, a `'lost'` event) and only then releases it, so no other holder gets in while
+   * work still believes it holds a lock. Every Redis command in it is bounded.
    */
-  async close(): Promise<void> {
-    if (this.closing) return;
+  drain(): Promise<void> {
+    return (this.drained ??= this.drainOnce());
+  }
+
+  /** Shutdown: `drain()`, then closes what we opened. */
+  close(): Promise<void> {
+    return (this.closed ??= this.drain().then(async () => {
+      await this.notifier.close();
+      await this.backend.close();
+    }));
+  }
+
+  private async drainOnce(): Promise<void> {
     this.closing = true;
-    const held = [...this.held];
-    this.watchdog.stop();
-    await Promise.allSettled(held.map((lock) => lock.release()));
     this.notifier.wakeAll();
+    if (this.held.size > 0 && this.options.shutdownGrace > 0) {
+      // The timer is not unref'd: a script whose last act is `await close()` must not exit
+      // before the grace ends and the locks are released.
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.whenIdle = resolve;
+        timer = setTimeout(resolve, this.options.shutdownGrace);
+      });
+      clearTimeout(timer);
+      this.whenIdle = undefined;
+    }
+    const left = [...this.held];
+    for (const lock of left) lock.lose('shutdown');
+    this.watchdog.stop();
+    await Promise.allSettled(left.map((lock) => lock.release()));
     await Promise.allSettled([...this.calls]);
     await Promise.allSettled([...this.cleanups]);
-    await this.notifier.close();
-    await this.backend.close();
   }
 
   /**
@@ -278,7 +308,7 @@ export class LockEngine implements LockOperations {
     fair: FairCall | undefined,
     queue: boolean,
   ): Promise<HeldLock | number> {
-    if (this.closing) throw new RedisLockError(messages.shuttingDown());
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
     if (fair) return this.attemptFair(request, keys, fair, queue);
     const token = newToken();
     const sentAt = monotonicNow();
@@ -298,7 +328,7 @@ export class LockEngine implements LockOperations {
     if (this.closing) {
       // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
       this.cleanUp(this.backend.release(keys, token));
-      throw new RedisLockError(messages.shuttingDown());
+      throw new LockServiceClosedError(messages.shuttingDown());
     }
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
     return this.track(lock, request.renew);
@@ -331,7 +361,7 @@ export class LockEngine implements LockOperations {
       fair.busy(sentAt, reply.fence, queue);
       return reply.busy;
     }
-    if (this.closing) throw new RedisLockError(messages.shuttingDown()); // the call leaves
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
     if ('granted' in reply) {
       const lock = new HeldLock(
         this,
@@ -374,7 +404,7 @@ export class LockEngine implements LockOperations {
   ): Promise<HeldLock> {
     if (this.closing) {
       this.leaveQueue(keys, fair); // hands it on to the next in line
-      throw new RedisLockError(messages.shuttingDown());
+      throw new LockServiceClosedError(messages.shuttingDown());
     }
     const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
     const lock = new HeldLock(

@@ -6,7 +6,18 @@ export type LockLostReason =
   /** The key was gone or held by another token when we renewed, extended or released it. */
   | 'not-owner'
   /** Redis did not confirm a renewal before the lease ran out on our local (monotonic) clock. */
-  | 'deadline';
+  | 'deadline'
+  /**
+   * The `LockService` shut down while the lock was still held, after waiting `shutdownGrace` ms
+   * for the work to release it: the signal aborted before the key was released.
+   */
+  | 'shutdown';
+
+const why: Record<LockLostReason, string> = {
+  'not-owner': 'the key expired or another holder owns it',
+  deadline: 'Redis did not confirm a renewal before the lease ran out',
+  shutdown: 'the LockService shut down and its `shutdownGrace` ran out before the work released it',
+};
 
 /** A held lock was lost before its holder released it: the work it protected may have overlapped. */
 export class LockLostError extends RedisLockError {
@@ -14,13 +25,6 @@ export class LockLostError extends RedisLockError {
     readonly key: string,
     readonly reason: LockLostReason,
   ) {
-    super(
-      messages.lost(
-        key,
-        reason === 'deadline'
-          ? 'Redis did not confirm a renewal before the lease ran out'
-          : 'the key expired or another holder owns it',
-      ),
-    );
+    super(messages.lost(key, why[reason]));
   }
 }

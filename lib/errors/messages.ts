@@ -101,7 +101,9 @@ export const messages = {
     `${where} was reached after its lock was released (its caller had left while pipes ran), so ` +
     'it was not run: it would have run unprotected.',
   aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
-  shuttingDown: () => 'LockService is shutting down; no new locks are granted.',
+  shuttingDown: () =>
+    'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +
+    'shutdown begins (stop consumers and schedulers first), or retry on another instance.',
 };
 
 function describe(value: unknown): string {

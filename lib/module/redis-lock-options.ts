@@ -2,6 +2,7 @@ import type { ArgumentsHost } from '@nestjs/common';
 import type { LockKeyError } from '../errors/lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import type { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import type { RedisCommandError } from '../errors/redis-command.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { ClusterNode, ClusterOptions } from 'ioredis';
@@ -39,9 +40,17 @@ export type OnBusyPolicy = 'throw' | 'skip';
 /** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
 export type OnLostPolicy = 'throw' | 'log';
 
-/** A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing. */
+/**
+ * A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing,
+ * or the service shutting down.
+ */
 export type LockFailure =
-  LockNotAcquiredError | LockKeyError | LockLostError | RedisUnavailableError | RedisCommandError;
+  | LockNotAcquiredError
+  | LockKeyError
+  | LockLostError
+  | RedisUnavailableError
+  | RedisCommandError
+  | LockServiceClosedError;
 
 /**
  * Turns a lock failure on an HTTP request into the exception Nest should send. Receives the
@@ -148,6 +157,16 @@ export interface RedisLockModuleOptions {
    * @default true
    */
   reentrant?: boolean;
+  /**
+   * On shutdown (`close()`, or Nest's `beforeApplicationShutdown`): how long (ms) to wait for
+   * locks still held to be released by their work, while the watchdog keeps renewing them. New
+   * acquires are refused meanwhile (`LockServiceClosedError`). When it runs out, each lock still
+   * held has its signal aborted (`LockLostError`, reason `'shutdown'`) and a `'lost'` event, and
+   * only then is released. 0 aborts and releases at once. Keep it below your platform's kill
+   * timeout (Kubernetes: `terminationGracePeriodSeconds`, 30 s by default).
+   * @default 10000
+   */
+  shutdownGrace?: number;
   /**
    * HTTP status sent when a `@Locked` route finds its lock busy.
    * @default 409

@@ -12,6 +12,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   retryJitter: 10,
   maxKeyLength: 512,
   commandTimeout: 2_000,
+  shutdownGrace: 10_000,
   onBusy: 'throw',
   onLost: 'throw',
   reentrant: true,
@@ -53,6 +54,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertPositive('maxKeyLength', resolved.maxKeyLength);
   assertPositive('commandTimeout', resolved.commandTimeout);
   assertNonNegative('fenceRetention', resolved.fenceRetention);
+  assertNonNegative('shutdownGrace', resolved.shutdownGrace);
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   if (typeof resolved.fair !== 'boolean') {
