@@ -107,9 +107,9 @@ export class LockEngine implements LockOperations {
     const fair = this.options.fair ? new FairCall(newToken(), started) : undefined;
     let unavailable: RedisUnavailableError | undefined;
     let failures = 0;
-    const tryOnce = async (queue: boolean): Promise<HeldLock | number> => {
+    const tryOnce = async (step: () => Promise<HeldLock | number>): Promise<HeldLock | number> => {
       try {
-        const outcome = await this.attempt(request, keys, fair, queue);
+        const outcome = await step();
         unavailable = undefined;
         return outcome;
       } catch (error) {
@@ -121,7 +121,7 @@ export class LockEngine implements LockOperations {
     /** Fair mode: leave the queue on the way out, unless we hold the lock or never queued. */
     let leave = fair !== undefined;
     try {
-      const first = await tryOnce(false);
+      const first = await tryOnce(() => this.attempt(request, keys, fair, false));
       if (typeof first !== 'number') {
         leave = false;
         return { lock: first };
@@ -143,7 +143,7 @@ export class LockEngine implements LockOperations {
       try {
         let busyFor = first;
         for (;;) {
-          const outcome = await tryOnce(true);
+          const outcome = await tryOnce(() => this.attempt(request, keys, fair, true));
           if (typeof outcome !== 'number') {
             leave = false;
             return { lock: outcome };
@@ -162,8 +162,13 @@ export class LockEngine implements LockOperations {
             granted = fair?.takeGrant(waiter);
           }
           if (granted !== undefined) {
-            leave = false;
-            return { lock: await this.handedOver(request, keys, fair!, granted) };
+            // Redis out of reach while taking it on: the next try finds the lock ours and takes
+            // it on again; a call that gives up leaves the queue, which frees it.
+            const adopted = await tryOnce(() => this.handedOver(request, keys, fair!, granted));
+            if (typeof adopted !== 'number') {
+              leave = false;
+              return { lock: adopted };
+            }
           }
         }
       } catch (error) {
@@ -402,10 +407,8 @@ export class LockEngine implements LockOperations {
     fair: FairCall,
     fence: number,
   ): Promise<HeldLock> {
-    if (this.closing) {
-      this.leaveQueue(keys, fair); // hands it on to the next in line
-      throw new LockServiceClosedError(messages.shuttingDown());
-    }
+    // The call leaves the queue on its way out, which hands the lock on to the next in line.
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
     const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
     const lock = new HeldLock(
       this,
@@ -423,16 +426,20 @@ export class LockEngine implements LockOperations {
 
   /**
    * Fair mode: takes on a lock handed over with what is left of a short lease, and brings it to
-   * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension.
+   * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension. That
+   * extension runs before the lock is tracked: if it fails, no handle is left behind to report a
+   * loss of a lock nobody was given (the call retries, or leaves the queue and frees it).
    */
   private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock> {
-    this.track(lock, request.renew);
-    if (request.renew) {
-      lock.nextRenewAt = monotonicNow();
-      this.watchdog.reschedule(lock);
-    } else {
+    if (!request.renew) {
       await lock.extend(request.ttl);
+      // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.
+      if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
+      return this.track(lock, false);
     }
+    this.track(lock, true);
+    lock.nextRenewAt = monotonicNow();
+    this.watchdog.reschedule(lock);
     return lock;
   }
 
