@@ -8,9 +8,10 @@ import { Injectable, type INestApplication, type OnApplicationShutdown } from '@
 import {
   Locked,
   LockLostError,
+  LockService,
   LockServiceClosedError,
+  RedisLockConfigError,
   type LockHandle,
-  type LockService,
 } from 'nestjs-redis-lock';
 import { createDecoratorApp } from './decorator/decorator-app';
 import { onSharedRedis } from './support/lock-services';
@@ -124,6 +125,12 @@ describe('close() with locked work still running', () => {
     expect((lock.signal.reason as LockLostError).reason).toBe('shutdown');
     expect(await redis.exists(keyOf('no-grace'))).toBe(0);
     expect(await lock.release()).toBe(false);
+  });
+});
+
+describe('the shutdownGrace option', () => {
+  it.each([-1, Number.NaN, Infinity, 2 ** 31, '5000'])('rejects %p at startup', (value) => {
+    expect(() => new LockService({ shutdownGrace: value as number })).toThrow(RedisLockConfigError);
   });
 });
 
