@@ -132,6 +132,7 @@ describe.each([
   let subject: TransportApp;
   let redis: Redis;
   let held: LockHandle | undefined;
+  let heldSse: LockHandle | undefined;
   let logged: jest.SpyInstance;
   const want = expected[mode];
   const payload = userId === undefined ? { other: 1 } : { userId };
@@ -145,7 +146,7 @@ describe.each([
     if (mode === 'busy') {
       const locks = subject.app.get(LockService);
       held = await locks.acquire(`order:${userId}`);
-      await locks.acquire(`sse:${userId}`);
+      heldSse = await locks.acquire(`sse:${userId}`);
     }
   });
 
@@ -157,6 +158,7 @@ describe.each([
 
   afterAll(async () => {
     await held?.release();
+    await heldSse?.release(); // else closing the app waits its shutdown grace for it
     await subject?.close();
     await deleteKeys(redis, prefix);
     await redis.quit();
