@@ -4,7 +4,15 @@
  * renewing them, then aborts what is still held (reason 'shutdown', a 'lost' event) and only then
  * releases it. Another holder never gets in while the work still believes it holds the lock.
  */
-import { Injectable, type INestApplication, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Controller,
+  Injectable,
+  Param,
+  Post,
+  type INestApplication,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import request from 'supertest';
 import {
   Locked,
   LockLostError,
@@ -192,6 +200,15 @@ describe('app.close() with a @Locked provider method running', () => {
     }
   }
 
+  @Controller('jobs')
+  class JobsController {
+    @Post(':id')
+    @Locked('job:<id>')
+    start(@Param('id') id: string): string {
+      return id;
+    }
+  }
+
   let app: INestApplication | undefined;
   afterAll(async () => {
     finish.release();
@@ -202,13 +219,21 @@ describe('app.close() with a @Locked provider method running', () => {
     app = await createDecoratorApp({
       prefix,
       providers: [Database, NightlyJob],
+      controllers: [JobsController],
       lock: { shutdownGrace: 10_000 },
+      listen: true,
     });
+    const server = app.getHttpServer();
+    await request(server).post('/jobs/1').expect(201);
     const other = services.create();
     const run = app.get(NightlyJob).run();
     await started.opened;
     const closed = app.close();
     expect(await tryDuring(other, 'nightly', 300)).toBeNull();
+    // The HTTP server still answers during the grace; a locked route is refused with a 503.
+    const refused = await request(server).post('/jobs/2');
+    expect(refused.status).toBe(503);
+    expect(refused.body.message).toMatch(/shutting down/);
     finish.release();
     await expect(run).resolves.toBe('ran');
     await closed;
