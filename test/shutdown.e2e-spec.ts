@@ -42,7 +42,7 @@ async function tryDuring(other: LockService, key: string, ms: number): Promise<L
 
 describe('close() with locked work still running', () => {
   it('keeps the lock (renewed past its ttl) until the work releases it, then lets others in', async () => {
-    const closing = services.create({ ttl: 300, shutdownGrace: 10_000 });
+    const closing = services.create({ ttl: 500, shutdownGrace: 10_000 });
     const other = services.create();
     const started = new Gate();
     const finish = new Gate();
@@ -58,8 +58,8 @@ describe('close() with locked work still running', () => {
     let closeDone = false;
     void closed.then(() => (closeDone = true));
 
-    // Over two leases of 300 ms: the watchdog keeps renewing while close() waits.
-    expect(await tryDuring(other, 'job', 700)).toBeNull();
+    // Over two leases of 500 ms: the watchdog keeps renewing while close() waits.
+    expect(await tryDuring(other, 'job', 1_100)).toBeNull();
     expect(closeDone).toBe(false);
     finish.release();
     await expect(work).resolves.toBe('done');
