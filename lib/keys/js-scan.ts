@@ -72,7 +72,8 @@ function* pieces(source: string, from: number, to: number): Generator<Piece> {
       let end = i;
       while (end + 1 < to && WORD.test(source[end + 1])) end++;
       const word = source.slice(i, end + 1);
-      previous = BEFORE_EXPRESSION.has(word) ? word : 'value';
+      // After a dot a keyword is a property name (`x.return / 2`): a value.
+      previous = previous !== '.' && BEFORE_EXPRESSION.has(word) ? word : 'value';
       i = end;
       continue;
     }

@@ -181,6 +181,11 @@ describe('readParamBindings', () => {
 
     it('takes a slash after a value for a division', () => {
       expect(bindings(withParams('a = b / 2, c'))).toEqual({ a: arg(0), c: arg(1) });
+      expect(bindings(withParams('a = x.return / 2, b = x.typeof /2/ 1, c'))).toEqual({
+        a: arg(0),
+        b: arg(1),
+        c: arg(2),
+      });
       expect(bindings(withParams('a = (1) / 2, b = x[0] / y / z, c = 6 /2/ 3, d'))).toEqual({
         a: arg(0),
         b: arg(1),
