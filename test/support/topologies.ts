@@ -2,10 +2,16 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import Redis, { type RedisOptions } from 'ioredis';
 import { freePort } from './free-port';
-import { startRedis, type RedisServer } from './redis-server';
+import {
+  defaultRedisServerBin,
+  redisServerVersion,
+  startRedis,
+  type RedisServer,
+} from './redis-server';
 import { sleep, waitFor } from './time';
 
 /**
@@ -99,6 +105,33 @@ async function uniqueFreePort(): Promise<number> {
   }
 }
 
+/** Whether 127.0.0.1:`port` can be listened on right now. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, HOST, () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A node's client port and cluster bus port. Redis < 7 has no `cluster-port` directive and always
+ * listens for the bus on port + 10000, so that port must be free (and exist) too.
+ */
+async function clusterNodePorts(fixedBusOffset: boolean): Promise<[number, number]> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = await uniqueFreePort();
+    if (!fixedBusOffset) return [port, await uniqueFreePort()];
+    const bus = port + 10_000;
+    if (bus <= 65_535 && !usedPorts.has(bus) && (await portIsFree(bus))) {
+      usedPorts.add(bus);
+      return [port, bus];
+    }
+  }
+  throw new Error('No free port p with p + 10000 free for a Redis < 7 cluster node');
+}
+
 function makeTempDir(kind: string): string {
   return mkdtempSync(join(tmpdir(), `nestjs-redis-lock-${kind}-`));
 }
@@ -144,6 +177,12 @@ export interface StartClusterOptions {
   replicasPerPrimary?: number;
   /** `cluster-node-timeout` in ms: how soon a dead primary is failed over. @default 1000 */
   nodeTimeout?: number;
+  /**
+   * The `redis-server` binary of every node, or one per node in start order (the first
+   * `primaries` nodes become the primaries), e.g. to start a Cluster in the middle of an upgrade.
+   * @default `REDIS_SERVER_BIN`, else `redis-server` on PATH
+   */
+  bin?: string | readonly string[];
 }
 
 export interface RedisClusterTopology {
@@ -215,20 +254,26 @@ export async function startCluster(
   const nodeTimeout = options.nodeTimeout ?? 1_000;
   const dir = makeTempDir('cluster');
   const count = primaries * (1 + replicasPerPrimary);
+  const bins = Array.from({ length: count }, (_, index) =>
+    typeof options.bin === 'string'
+      ? options.bin
+      : (options.bin?.[index] ?? defaultRedisServerBin()),
+  );
+  // `cluster-port` came with Redis 7.0; an older server refuses to start on seeing it.
+  const hasClusterPort = bins.map((bin) => redisServerVersion(bin)[0] >= 7);
   const servers: RedisServer[] = [];
   try {
-    const ports = await Promise.all(
-      Array.from({ length: count }, async () => [await uniqueFreePort(), await uniqueFreePort()]),
-    );
+    const ports = await Promise.all(hasClusterPort.map((has) => clusterNodePorts(!has)));
     servers.push(
       ...(await Promise.all(
-        ports.map(([port, busPort]) =>
+        ports.map(([port, busPort], index) =>
           startRedis({
+            bin: bins[index],
             port,
             args: [
               ...['--dir', dir, '--cluster-enabled', 'yes'],
               ...['--cluster-config-file', join(dir, `nodes-${port}.conf`)],
-              ...['--cluster-port', String(busPort)],
+              ...(hasClusterPort[index] ? ['--cluster-port', String(busPort)] : []),
               ...['--cluster-node-timeout', String(nodeTimeout)],
               ...['--cluster-require-full-coverage', 'no'],
               // Promote a replica even if it lost its link a while ago (tests pause replicas).
