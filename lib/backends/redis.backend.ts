@@ -1,3 +1,4 @@
+import type { Cluster } from 'ioredis';
 import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
@@ -8,6 +9,7 @@ import {
   type RedisCommander,
   type RedisConnection,
 } from '../redis/redis-client';
+import { detectClusterPubSubMode, publishCommand, type PubSubMode } from '../redis/pubsub-mode';
 import { createReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { clockDrift } from '../engine/clock';
@@ -37,8 +39,13 @@ export interface ReplicaAckOptions {
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements LockBackend {
   private readonly client: RedisClient & RedisCommander;
-  /** Sharded pub/sub on a Cluster keeps release messages on the lock's own shard. */
-  private readonly publish: 'PUBLISH' | 'SPUBLISH';
+  /**
+   * The command releases publish with, once known: `PUBLISH` on one Redis; on a Cluster
+   * `SPUBLISH` (sharded pub/sub keeps a release message on the lock's own shard) when every node
+   * has it, else `PUBLISH` — found by asking the nodes at startup, see `pubSubMode()`.
+   */
+  private publish?: 'PUBLISH' | 'SPUBLISH';
+  private detecting?: Promise<PubSubMode>;
   private readonly cluster: boolean;
   /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
   private resets = 0;
@@ -53,7 +60,8 @@ export class RedisBackend implements LockBackend {
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
     this.cluster = isClusterClient(connection.client);
-    this.publish = this.cluster ? 'SPUBLISH' : 'PUBLISH';
+    if (this.cluster) this.pubSubMode().catch(() => undefined);
+    else this.publish = 'PUBLISH';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
     connection.client.on('close', () => this.resets++);
@@ -99,8 +107,11 @@ export class RedisBackend implements LockBackend {
   }
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
+    const publish = this.publish;
+    // Only until the Cluster's pub/sub mode is known (the first release, or Redis unreachable).
+    if (!publish) return this.pubSubMode().then(() => this.release(keys, token));
     const resetsBefore = this.resets;
-    const sent = releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish]);
+    const sent = releaseScript.run(this.client, [keys.lock, keys.channel], [token, publish]);
     return sent.then((reply) => {
       const deleted = reply === 1;
       if (!deleted && this.resets !== resetsBefore) {
@@ -130,12 +141,13 @@ export class RedisBackend implements LockBackend {
   }
 
   async fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
+    const publish = this.publish ?? publishCommand(await this.pubSubMode());
     const resetsBefore = this.resets;
     const released =
       (await fairReleaseScript.run(
         this.client,
         [keys.lock, keys.fence, keys.queue, keys.waiters, keys.channel],
-        [token, this.publish, this.fenceRetention],
+        [token, publish, this.fenceRetention],
       )) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {
@@ -145,9 +157,8 @@ export class RedisBackend implements LockBackend {
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
-    return (
-      (await forceReleaseScript.run(this.client, [keys.lock, keys.channel], [this.publish])) === 1
-    );
+    const publish = this.publish ?? publishCommand(await this.pubSubMode());
+    return (await forceReleaseScript.run(this.client, [keys.lock, keys.channel], [publish])) === 1;
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
@@ -155,7 +166,7 @@ export class RedisBackend implements LockBackend {
   }
 
   createPubSub(): ReleasePubSub {
-    return createReleasePubSub(this.connection.client);
+    return createReleasePubSub(this.connection.client, () => this.pubSubMode());
   }
 
   drift(ttl: number): number {
@@ -164,6 +175,25 @@ export class RedisBackend implements LockBackend {
 
   async close(): Promise<void> {
     if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
+  }
+
+  /**
+   * The pub/sub mode, asked of the Cluster's nodes once (started by the constructor); one Redis is
+   * always 'classic'. A failed attempt (nodes unreachable) is forgotten, so the next call asks again.
+   */
+  private pubSubMode(): Promise<PubSubMode> {
+    if (this.publish) return Promise.resolve(this.publish === 'SPUBLISH' ? 'sharded' : 'classic');
+    this.detecting ??= detectClusterPubSubMode(this.connection.client as Cluster).then(
+      (mode) => {
+        this.publish = publishCommand(mode);
+        return mode;
+      },
+      (error: unknown) => {
+        this.detecting = undefined;
+        throw error;
+      },
+    );
+    return this.detecting;
   }
 
   private async renewBatch(leases: readonly RenewableLease[]): Promise<boolean[]> {

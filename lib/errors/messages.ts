@@ -55,10 +55,18 @@ export const messages = {
         ? "The Redis user may not run the lock's commands. Its ACL needs, on the lock prefix " +
           '(keys and channels): +evalsha +eval +exists +subscribe, and inside the scripts +get ' +
           '+set +pexpire +pttl +incr +del +publish +time; fair mode also +@sortedset +@hash, a ' +
-          'Cluster +spublish +ssubscribe, replicaAck +wait.'
+          'Cluster +command, and +spublish +ssubscribe on Redis 7 or later; replicaAck +wait.'
         : code === 'OOM'
           ? 'Redis is out of memory under a `noeviction` policy: free memory or raise `maxmemory`.'
           : 'Retrying will not help; check the Redis server version and configuration.'),
+  classicPubSub: (node: string) =>
+    `Redis Cluster node ${node} has no sharded pub/sub (Redis < 7), so release notifications use ` +
+    'classic PUBLISH/SUBSCRIBE, which the Cluster broadcasts to every node. Once every node runs ' +
+    'Redis 7 or later, restart the application to switch to sharded pub/sub.',
+  pubSubUnknown: (node: string, code: string) =>
+    `Redis Cluster node ${node} refused COMMAND INFO (${code}), so whether it has sharded ` +
+    'pub/sub is unknown; release notifications use classic PUBLISH/SUBSCRIBE, which every ' +
+    'version has. Allow +command for the Redis user to let the library choose sharded pub/sub.',
   releaseUnknown: (key: string) =>
     `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
     'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',
