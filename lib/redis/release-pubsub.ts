@@ -87,7 +87,9 @@ function lazyReleasePubSub(create: () => Promise<ReleasePubSub>): ReleasePubSub 
     return creating;
   };
   return {
-    subscribe: (channel) => ready().then((subscriber) => subscriber.subscribe(channel)),
+    // Closed meanwhile: a subscription now would open a connection nobody closes.
+    subscribe: (channel) =>
+      closed ? Promise.resolve() : ready().then((s) => (closed ? undefined : s.subscribe(channel))),
     unsubscribe: (channel) =>
       creating ? creating.then((subscriber) => subscriber.unsubscribe(channel)) : Promise.resolve(),
     onMessage: (listener) => {

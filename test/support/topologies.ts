@@ -190,6 +190,8 @@ export interface RedisClusterTopology {
   readonly servers: RedisServer[];
   /** Startup nodes for ioredis `Cluster` / `RedisLockModule.forRoot({ cluster: { nodes } })`. */
   readonly startupNodes: HostPort[];
+  /** Whether every node has sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`: Redis ≥ 7). */
+  readonly shardedPubSub: boolean;
   /** The server listening on `port`. */
   server(port: number): RedisServer;
   /** `CLUSTER NODES` as seen by a live node. */
@@ -259,7 +261,7 @@ export async function startCluster(
       ? options.bin
       : (options.bin?.[index] ?? defaultRedisServerBin()),
   );
-  // `cluster-port` came with Redis 7.0; an older server refuses to start on seeing it.
+  // `cluster-port` came with Redis 7.0 (as did sharded pub/sub); older servers refuse it.
   const hasClusterPort = bins.map((bin) => redisServerVersion(bin)[0] >= 7);
   const servers: RedisServer[] = [];
   try {
@@ -380,6 +382,7 @@ export async function startCluster(
   return {
     servers,
     startupNodes: servers.map((node) => ({ host: HOST, port: node.port })),
+    shardedPubSub: hasClusterPort.every(Boolean),
     server,
     view,
     shards: async () => shardsOf(await view()),
