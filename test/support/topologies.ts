@@ -432,6 +432,8 @@ export interface StartSentinelOptions {
   quorum?: number;
   /** `down-after-milliseconds`: how soon a silent primary counts as down. @default 1000 */
   downAfter?: number;
+  /** The binary of every process. @default `REDIS_SERVER_BIN`, else `redis-server` on PATH */
+  bin?: string;
 }
 
 export interface SentinelTopology {
@@ -471,11 +473,13 @@ export async function startSentinelTopology(
   const started: { stop(): Promise<void>; kill(): Promise<void> }[] = [];
   try {
     const primary = await startRedis({
+      bin: options.bin,
       port: await uniqueFreePort(),
       args: ['--dir', dir, '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'],
     });
     started.push(primary);
     const replica = await startRedis({
+      bin: options.bin,
       port: await uniqueFreePort(),
       args: [
         ...['--dir', dir, '--replicaof', HOST, String(primary.port)],
@@ -518,7 +522,7 @@ export async function startSentinelTopology(
           '',
         ].join('\n'),
       );
-      return startRedis({ port, leadingArgs: [file, '--sentinel'] });
+      return startRedis({ bin: options.bin, port, leadingArgs: [file, '--sentinel'] });
     });
     const sentinels = await Promise.all(starting);
     started.push(...sentinels);
