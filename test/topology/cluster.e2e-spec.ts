@@ -239,6 +239,52 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     }
   });
 
+  it('falls back to classic pub/sub, with a warning, when the Redis user may not run COMMAND', async () => {
+    // A user allowed everything but COMMAND, so it cannot ask whether the nodes have SPUBLISH.
+    await Promise.all(
+      topology.servers.map((node) =>
+        nodeCommand(node.port, 'ACL', 'SETUSER', 'no-command', 'on', '>pw', '~*', '&*', '+@all'),
+      ),
+    );
+    await Promise.all(
+      topology.servers.map((node) =>
+        nodeCommand(node.port, 'ACL', 'SETUSER', 'no-command', '-command'),
+      ),
+    );
+    const restricted = (): LockService =>
+      services.create({
+        cluster: {
+          nodes: topology.startupNodes,
+          options: { redisOptions: { username: 'no-command', password: 'pw' } },
+        },
+      });
+    const warn = jest.mocked(Logger.prototype.warn);
+    const warnedBefore = warn.mock.calls.length;
+    const [key] = await keysOnShard(1, 'no-command');
+    const channel = `${redisKeyOf(prefix, key)}:released`;
+    const holder = restricted();
+    const held = await holder.acquire(key, { ttl: 20_000 });
+    const waiting = restricted().acquire(key, { wait: 15_000 });
+    // One classic SUBSCRIBE somewhere in the Cluster, whatever the nodes could have done.
+    await waitFor(async () => {
+      const counts = await Promise.all(
+        topology.servers.map(async (node) => {
+          const reply = (await nodeCommand(node.port, 'PUBSUB', 'NUMSUB', channel)) as unknown[];
+          return Number(reply[1]);
+        }),
+      );
+      return counts.reduce((sum, n) => sum + n, 0) === 1;
+    });
+    const released = now();
+    expect(await held.release()).toBe(true);
+    const next = await waiting;
+    expect(now() - released).toBeLessThan(1_000); // woken by the message, not the 20 s lease
+    await next.release();
+    expect(warn.mock.calls.slice(warnedBefore).map(([message]) => String(message))).toContainEqual(
+      expect.stringMatching(/refused COMMAND INFO \(NOPERM\).*classic PUBLISH\/SUBSCRIBE/),
+    );
+  });
+
   it('lets no two processes overlap on a shared counter (and the unlocked control loses updates)', async () => {
     const racers = await startRacers(3, 100, prefix, { cluster: { nodes: topology.startupNodes } });
     try {
