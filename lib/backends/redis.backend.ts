@@ -40,11 +40,14 @@ export interface ReplicaAckOptions {
 export class RedisBackend implements LockBackend {
   private readonly client: RedisClient & RedisCommander;
   /**
-   * The command releases publish with, once known: `PUBLISH` on one Redis; on a Cluster
-   * `SPUBLISH` (sharded pub/sub keeps a release message on the lock's own shard) when every node
-   * has it, else `PUBLISH` — found by asking the nodes at startup, see `pubSubMode()`.
+   * The command releases publish with: `PUBLISH` on one Redis; on a Cluster `SPUBLISH` (sharded
+   * pub/sub keeps a release message on the lock's own shard) when every node has it, else
+   * `PUBLISH` — found by asking the nodes at startup, see `pubSubMode()`. Until they answered,
+   * `PUBLISH`, which every server has: a release never waits for (or fails on) that check; a
+   * waiter it does not reach wakes at its fallback timer.
    */
-  private publish?: 'PUBLISH' | 'SPUBLISH';
+  private publish: 'PUBLISH' | 'SPUBLISH' = 'PUBLISH';
+  private mode?: PubSubMode;
   private detecting?: Promise<PubSubMode>;
   private readonly cluster: boolean;
   /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
@@ -52,7 +55,7 @@ export class RedisBackend implements LockBackend {
 
   constructor(
     private readonly connection: RedisConnection,
-    /** Bound (ms) on QUIT at close: a silent link never answers it. */
+    /** Bound (ms) on QUIT at close, and on each node's answer to the Cluster's startup check. */
     private readonly closeTimeout: number,
     /** How long (ms) a fence counter outlives its lock's lease (`fenceRetention`). */
     private readonly fenceRetention: number,
@@ -61,7 +64,7 @@ export class RedisBackend implements LockBackend {
     this.client = connection.client as RedisClient & RedisCommander;
     this.cluster = isClusterClient(connection.client);
     if (this.cluster) this.pubSubMode().catch(() => undefined);
-    else this.publish = 'PUBLISH';
+    else this.mode = 'classic';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
     connection.client.on('close', () => this.resets++);
@@ -107,11 +110,8 @@ export class RedisBackend implements LockBackend {
   }
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    const publish = this.publish;
-    // Only until the Cluster's pub/sub mode is known (the first release, or Redis unreachable).
-    if (!publish) return this.pubSubMode().then(() => this.release(keys, token));
     const resetsBefore = this.resets;
-    const sent = releaseScript.run(this.client, [keys.lock, keys.channel], [token, publish]);
+    const sent = releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish]);
     return sent.then((reply) => {
       const deleted = reply === 1;
       if (!deleted && this.resets !== resetsBefore) {
@@ -141,13 +141,12 @@ export class RedisBackend implements LockBackend {
   }
 
   async fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    const publish = this.publish ?? publishCommand(await this.pubSubMode());
     const resetsBefore = this.resets;
     const released =
       (await fairReleaseScript.run(
         this.client,
         [keys.lock, keys.fence, keys.queue, keys.waiters, keys.channel],
-        [token, publish, this.fenceRetention],
+        [token, this.publish, this.fenceRetention],
       )) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {
@@ -157,8 +156,9 @@ export class RedisBackend implements LockBackend {
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
-    const publish = this.publish ?? publishCommand(await this.pubSubMode());
-    return (await forceReleaseScript.run(this.client, [keys.lock, keys.channel], [publish])) === 1;
+    return (
+      (await forceReleaseScript.run(this.client, [keys.lock, keys.channel], [this.publish])) === 1
+    );
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
@@ -182,9 +182,11 @@ export class RedisBackend implements LockBackend {
    * always 'classic'. A failed attempt (nodes unreachable) is forgotten, so the next call asks again.
    */
   private pubSubMode(): Promise<PubSubMode> {
-    if (this.publish) return Promise.resolve(this.publish === 'SPUBLISH' ? 'sharded' : 'classic');
-    this.detecting ??= detectClusterPubSubMode(this.connection.client as Cluster).then(
+    if (this.mode) return Promise.resolve(this.mode);
+    const cluster = this.connection.client as Cluster;
+    this.detecting ??= detectClusterPubSubMode(cluster, this.closeTimeout).then(
       (mode) => {
+        this.mode = mode;
         this.publish = publishCommand(mode);
         return mode;
       },

@@ -63,10 +63,11 @@ export const messages = {
     `Redis Cluster node ${node} has no sharded pub/sub (Redis < 7), so release notifications use ` +
     'classic PUBLISH/SUBSCRIBE, which the Cluster broadcasts to every node. Once every node runs ' +
     'Redis 7 or later, restart the application to switch to sharded pub/sub.',
-  pubSubUnknown: (node: string, code: string) =>
-    `Redis Cluster node ${node} refused COMMAND INFO (${code}), so whether it has sharded ` +
-    'pub/sub is unknown; release notifications use classic PUBLISH/SUBSCRIBE, which every ' +
-    'version has. Allow +command for the Redis user to let the library choose sharded pub/sub.',
+  pubSubUnknown: (node: string, why: string) =>
+    `Redis Cluster node ${node} ${why}, so whether it has sharded pub/sub is unknown; release ` +
+    'notifications use classic PUBLISH/SUBSCRIBE, which every version has. If every node runs ' +
+    'Redis 7 or later, allow +command for the Redis user and restart the application to use ' +
+    'sharded pub/sub.',
   releaseUnknown: (key: string) =>
     `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
     'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',

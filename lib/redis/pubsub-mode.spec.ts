@@ -1,19 +1,27 @@
 import { choosePubSubMode, publishCommand } from './pubsub-mode';
 
 describe('choosePubSubMode', () => {
-  it('chooses sharded pub/sub only when every node that answered has SPUBLISH', () => {
+  it('chooses sharded pub/sub only when every node has SPUBLISH', () => {
     expect(
       choosePubSubMode([
         { node: 'a:1', sharded: true },
         { node: 'b:2', sharded: true },
-        { node: 'c:3', unreachable: true },
       ]),
     ).toEqual({ mode: 'sharded' });
   });
 
+  it('falls back to classic pub/sub when a node does not answer (it might lack SPUBLISH)', () => {
+    const silent = { node: 'c:3', unreachable: true as const };
+    expect(choosePubSubMode([{ node: 'a:1', sharded: true }, silent])).toEqual({
+      mode: 'classic',
+      reason: silent,
+    });
+  });
+
   it('falls back to classic pub/sub for the whole Cluster when one node lacks it (an upgrade)', () => {
     const lacking = { node: 'b:2', sharded: false };
-    expect(choosePubSubMode([{ node: 'a:1', sharded: true }, lacking])).toEqual({
+    const silent = { node: 'c:3', unreachable: true as const };
+    expect(choosePubSubMode([{ node: 'a:1', sharded: true }, silent, lacking])).toEqual({
       mode: 'classic',
       reason: lacking,
     });

@@ -285,6 +285,42 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     );
   });
 
+  it('falls back to classic pub/sub, with a warning, when a node does not answer the startup check; releases still succeed', async () => {
+    const warn = jest.mocked(Logger.prototype.warn);
+    const warnedBefore = warn.mock.calls.length;
+    const [key] = await keysOnShard(0, 'silent-node');
+    // A paused replica: it might be an older server, and a failover could make it the primary.
+    const replica = (await topology.shards())[2].replicas[0];
+    // Clients learn of a replica (CLUSTER SLOTS) once it holds data: give its shard a write.
+    const [data] = await keysOnShard(2, 'silent-node-data');
+    await admin.set(data, '1', 'PX', 60_000);
+    await waitFor(async () => {
+      const views = await Promise.all(
+        topology.servers.map((node) => nodeCommand(node.port, 'CLUSTER', 'SLOTS')),
+      );
+      return views.every((view) => JSON.stringify(view).includes(`,${replica.port},`));
+    });
+    replica.pause();
+    try {
+      // A release does not wait for the startup check (it publishes classic until that answers).
+      const locks = services.create({
+        cluster: { nodes: topology.startupNodes },
+        commandTimeout: 500,
+      });
+      const lock = await locks.acquire(key);
+      expect(await lock.release()).toBe(true);
+      expect(await locks.withLock(key, async (held) => held.fence)).toBe(lock.fence + 1);
+      // The check gives up on the paused node after commandTimeout, and says so.
+      const silent = new RegExp(`${replica.port} did not answer COMMAND INFO.*classic PUBLISH`);
+      await waitFor(() =>
+        warn.mock.calls.slice(warnedBefore).some(([message]) => silent.test(String(message))),
+      );
+    } finally {
+      replica.resume();
+    }
+    await topology.waitUntilHealthy();
+  });
+
   it('lets no two processes overlap on a shared counter (and the unlocked control loses updates)', async () => {
     const racers = await startRacers(3, 100, prefix, { cluster: { nodes: topology.startupNodes } });
     try {
