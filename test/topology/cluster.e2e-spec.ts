@@ -303,18 +303,20 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     replica.pause();
     try {
       // A release does not wait for the startup check (it publishes classic until that answers).
-      const locks = services.create({
-        cluster: { nodes: topology.startupNodes },
-        commandTimeout: 500,
-      });
+      // Not a startup node: the client learns of it from CLUSTER SLOTS, as of any replica.
+      const nodes = topology.startupNodes.filter((node) => node.port !== replica.port);
+      const locks = services.create({ cluster: { nodes }, commandTimeout: 1_000 });
       const lock = await locks.acquire(key);
       expect(await lock.release()).toBe(true);
       expect(await locks.withLock(key, async (held) => held.fence)).toBe(lock.fence + 1);
-      // The check gives up on the paused node after commandTimeout, and says so.
+      // The check gives up on the paused node after commandTimeout, and says so — where the
+      // others have sharded pub/sub (before Redis 7 they decide it, and that is only logged).
       const silent = new RegExp(`${replica.port} did not answer COMMAND INFO.*classic PUBLISH`);
-      await waitFor(() =>
-        warn.mock.calls.slice(warnedBefore).some(([message]) => silent.test(String(message))),
-      );
+      if (topology.shardedPubSub) {
+        await waitFor(() =>
+          warn.mock.calls.slice(warnedBefore).some(([message]) => silent.test(String(message))),
+        );
+      }
     } finally {
       replica.resume();
     }
