@@ -46,8 +46,9 @@ export function choosePubSubMode(answers: readonly NodeAnswer[]): {
 const logger = new Logger('RedisLock');
 
 /**
- * Asks every node of `cluster` (primaries and replicas) whether it knows `SPUBLISH`, and picks
- * the mode. `COMMAND INFO` answers for the server's abilities, not its version string, so a fork
+ * Asks every node of `cluster` whether it knows `SPUBLISH`, and picks the mode: every primary and
+ * every replica the client knows of (from `CLUSTER SLOTS`, where Redis 7 lists a replica once it
+ * holds data). `COMMAND INFO` answers for the server's abilities, not its version string, so a fork
  * that reports an old version number is judged by what it can do.
  */
 export async function detectClusterPubSubMode(
