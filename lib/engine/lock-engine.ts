@@ -22,6 +22,8 @@ export interface AcquireRequest {
   key: string;
   ttl: number;
   wait: number;
+  /** Longest hold in ms from the grant (`Infinity`: no bound). */
+  maxHold: number;
   renew: boolean;
   signal?: AbortSignal;
 }
@@ -293,7 +295,7 @@ export class LockEngine implements LockOperations {
       throw new RedisLockError(messages.shuttingDown());
     }
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
-    return this.track(lock, request.renew);
+    return this.track(lock, request);
   }
 
   /**
@@ -335,7 +337,7 @@ export class LockEngine implements LockOperations {
         sentAt,
         this,
       );
-      return this.track(lock, request.renew);
+      return this.track(lock, request);
     }
     // Already ours: handed over by a release whose message we missed. Its lease ends `pttl`
     // after this try ran, which was after we sent it.
@@ -388,7 +390,7 @@ export class LockEngine implements LockOperations {
    * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension.
    */
   private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock> {
-    this.track(lock, request.renew);
+    this.track(lock, request);
     if (request.renew) {
       lock.nextRenewAt = monotonicNow();
       this.watchdog.reschedule(lock);
@@ -398,9 +400,10 @@ export class LockEngine implements LockOperations {
     return lock;
   }
 
-  /** Watches a new lock: renewed when it renews, declared lost at its deadline either way. */
-  private track(lock: HeldLock, renews: boolean): HeldLock {
-    lock.renews = renews;
+  /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
+  private track(lock: HeldLock, request: AcquireRequest): HeldLock {
+    lock.renews = request.renew;
+    lock.holdUntil = monotonicNow() + request.maxHold;
     this.held.add(lock);
     this.watchdog.add(lock);
     return lock;

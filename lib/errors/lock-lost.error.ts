@@ -6,7 +6,23 @@ export type LockLostReason =
   /** The key was gone or held by another token when we renewed, extended or released it. */
   | 'not-owner'
   /** Redis did not confirm a renewal before the lease ran out on our local (monotonic) clock. */
-  | 'deadline';
+  | 'deadline'
+  /** It was held for its whole `maxHold`: renewal stopped and the lock was released. */
+  | 'max-hold'
+  /**
+   * The wall clock jumped ahead of the monotonic clock by more than the lease had left: the host
+   * was probably suspended (or restored from a snapshot) while Redis kept counting.
+   */
+  | 'clock-jump';
+
+const explanations: Record<LockLostReason, string> = {
+  'not-owner': 'the key expired or another holder owns it',
+  deadline: 'Redis did not confirm a renewal before the lease ran out',
+  'max-hold':
+    'it was held for its whole `maxHold` and released; raise `maxHold` if the work needs longer',
+  'clock-jump':
+    'the wall clock jumped ahead of the monotonic clock, as after a suspended host, so the lease may have run out on Redis',
+};
 
 /** A held lock was lost before its holder released it: the work it protected may have overlapped. */
 export class LockLostError extends RedisLockError {
@@ -14,13 +30,6 @@ export class LockLostError extends RedisLockError {
     readonly key: string,
     readonly reason: LockLostReason,
   ) {
-    super(
-      messages.lost(
-        key,
-        reason === 'deadline'
-          ? 'Redis did not confirm a renewal before the lease ran out'
-          : 'the key expired or another holder owns it',
-      ),
-    );
+    super(messages.lost(key, explanations[reason]));
   }
 }

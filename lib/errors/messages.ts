@@ -70,6 +70,10 @@ export const messages = {
   requestScoped: (where: string) =>
     `@Locked() on ${where}: the provider is request-scoped (or depends on one), so Nest creates it ` +
     'per request after bootstrap and the lock cannot be bound. Move the locked method to a singleton provider.',
+  badExtension: (ms: unknown, max: number) =>
+    `extend(ms) needs a number of ms > 0 and <= ${max} (what a timer can wait), got ${describe(ms)}. ` +
+    'For a longer hold, let the watchdog renew the lease (and bound it with `maxHold`).',
+  released: (key: string) => `Lock "${key}" was released; acquire it again.`,
   aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
   shuttingDown: () => 'LockService is shutting down; no new locks are granted.',
 };
