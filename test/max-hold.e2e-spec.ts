@@ -4,17 +4,20 @@
  * is reported like any other, and the key is released so the next holder need not wait out the
  * lease. Without it (the default) a lock is renewed for as long as its work runs.
  */
+import { Injectable } from '@nestjs/common';
 import {
+  currentLock,
   LockLostError,
   Locked,
   LockService,
   RedisLockConfigError,
   type LockHandle,
 } from 'nestjs-redis-lock';
+import { createDecoratorApp } from './decorator/decorator-app';
 import { onSharedRedis } from './support/lock-services';
 import { now, sleep, waitFor } from './support/time';
 
-const { redis, services, keyOf } = onSharedRedis('max-hold');
+const { prefix, redis, services, keyOf } = onSharedRedis('max-hold');
 const TTL = 600;
 
 /** Resolves when the signal aborts, or after `ms` with `undefined` (a bounded wait). */
@@ -85,6 +88,29 @@ it('bounds a lease that is not renewed too, releasing it at maxHold', async () =
   const reason = await aborted(lock, 2_000);
   expect((reason as LockLostError)?.reason).toBe('max-hold');
   await waitFor(async () => (await redis.exists(keyOf('fixed'))) === 0, 1_000);
+});
+
+@Injectable()
+class NightlyJob {
+  /** The reason its lock's signal aborted with, if it did within 2 s. */
+  reason: unknown;
+
+  @Locked('nightly', { ttl: 300, maxHold: 500 })
+  async run(): Promise<string> {
+    this.reason = await aborted(currentLock()!, 2_000);
+    return 'finished anyway';
+  }
+}
+
+it('applies maxHold given to @Locked', async () => {
+  const app = await createDecoratorApp({ prefix, providers: [NightlyJob] });
+  try {
+    const job = app.get(NightlyJob);
+    await expect(job.run()).rejects.toMatchObject({ name: 'LockLostError', reason: 'max-hold' });
+    expect((job.reason as LockLostError)?.reason).toBe('max-hold');
+  } finally {
+    await app.close();
+  }
 });
 
 it('rejects a maxHold that is not a duration a timer can wait, wherever it is given', async () => {
