@@ -21,14 +21,16 @@ export {
 export type { LockHandle } from './engine/lock-handle';
 export { Locked, type LockedOptions, type LockKeyFactory } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
+export type { LockSkippedAck } from './decorator/locked-response';
 export { LockExceptionFilter } from './http/lock-exception.filter';
 export type { LockTransportError } from './rpc/lock-transport-error';
-export { currentLock } from './locking/lock-context';
+export { currentLock, outsideLocks } from './locking/lock-context';
 export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
 export {
   LockKeyError,
   LockLostError,
   LockNotAcquiredError,
+  LockServiceClosedError,
   RedisCommandError,
   RedisLockConfigError,
   RedisLockError,

@@ -1,4 +1,8 @@
-import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Injectable,
+  type BeforeApplicationShutdown,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import type { LockHandle } from './engine/lock-handle';
 import { LockEngine } from './engine/lock-engine';
 import type { LockLostError } from './errors/lock-lost.error';
@@ -55,7 +59,7 @@ export type LockLostListener = (error: LockLostError, lock: LockHandle) => void;
  * `new LockService({ redis: 'redis://…' })` (then call `close()` when done).
  */
 @Injectable()
-export class LockService implements OnApplicationShutdown {
+export class LockService implements BeforeApplicationShutdown, OnApplicationShutdown {
   /** The engine; not part of the public API. @internal */
   readonly engine: LockEngine;
 
@@ -151,12 +155,28 @@ export class LockService implements OnApplicationShutdown {
     return this;
   }
 
-  /** Stops renewal, releases held locks, closes the connections this service opened. */
+  /**
+   * Shuts down: refuses new acquires at once (`LockServiceClosedError`), waits up to
+   * `shutdownGrace` ms for held locks to be released by their work (still renewing them), aborts
+   * the signal of each lock still held (`LockLostError`, reason `'shutdown'`, and a `'lost'`
+   * event) and only then releases it, and finally closes the connections this service opened.
+   * Idempotent: every call returns the same promise.
+   */
   close(): Promise<void> {
     return this.engine.close();
   }
 
-  /** @internal */
+  /**
+   * Nest runs this after every `onModuleDestroy`, before the HTTP server stops and before any
+   * `onApplicationShutdown` (where clients such as TypeORM's close): held locks are drained here,
+   * while the work holding them can still use those clients.
+   * @internal
+   */
+  beforeApplicationShutdown(): Promise<void> {
+    return this.engine.drain();
+  }
+
+  /** Closes the connections last, after the drain. @internal */
   onApplicationShutdown(): Promise<void> {
     return this.close();
   }

@@ -47,6 +47,8 @@ export class RedisBackend implements LockBackend {
     private readonly connection: RedisConnection,
     /** Bound (ms) on QUIT at close: a silent link never answers it. */
     private readonly closeTimeout: number,
+    /** How long (ms) a fence counter outlives its lock's lease (`fenceRetention`). */
+    private readonly fenceRetention: number,
     private readonly replicaAck?: ReplicaAckOptions,
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
@@ -58,7 +60,11 @@ export class RedisBackend implements LockBackend {
   }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
-    const sent = acquireScript.run(this.client, [keys.lock, keys.fence], [token, ttl]);
+    const sent = acquireScript.run(
+      this.client,
+      [keys.lock, keys.fence],
+      [token, ttl, this.fenceRetention],
+    );
     if (!this.replicaAck) return sent.then(Number);
     return sent.then(async (reply) => {
       const fence = Number(reply);
@@ -68,7 +74,8 @@ export class RedisBackend implements LockBackend {
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    return (await extendScript.run(this.client, [keys.lock], [token, ms])) === 1;
+    const keysOf = [keys.lock, keys.fence];
+    return (await extendScript.run(this.client, keysOf, [token, ms, this.fenceRetention])) === 1;
   }
 
   async renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
@@ -115,7 +122,7 @@ export class RedisBackend implements LockBackend {
     const reply = await fairAcquireScript.run(
       this.client,
       [keys.lock, keys.fence, keys.queue, keys.waiters],
-      [token, ttl, queue ? '1' : '0', waiterTtl],
+      [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention],
     );
     if (!Array.isArray(reply)) return { granted: Number(reply) };
     const [first, second] = reply.map(Number);
@@ -128,7 +135,7 @@ export class RedisBackend implements LockBackend {
       (await fairReleaseScript.run(
         this.client,
         [keys.lock, keys.fence, keys.queue, keys.waiters, keys.channel],
-        [token, this.publish],
+        [token, this.publish, this.fenceRetention],
       )) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {
@@ -161,9 +168,9 @@ export class RedisBackend implements LockBackend {
 
   private async renewBatch(leases: readonly RenewableLease[]): Promise<boolean[]> {
     const keys: string[] = [];
-    const args: (string | number)[] = [];
+    const args: (string | number)[] = [this.fenceRetention];
     for (const lease of leases) {
-      keys.push(lease.redisKeys.lock);
+      keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
       args.push(lease.token, Math.ceil(lease.lease));
     }
     const replies = (await renewManyScript.run(this.client, keys, args)) as number[];

@@ -1,5 +1,5 @@
 import { UseInterceptors } from '@nestjs/common';
-import { Observable } from 'rxjs';
+import { isObservable, Observable } from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
@@ -20,6 +20,12 @@ import {
   type LockedSpec,
   type LockKeyFactory,
 } from './locked-spec';
+import {
+  defineResponseBinding,
+  readResponseBinding,
+  runHeldCall,
+  type ResponseBinding,
+} from './locked-response';
 import { LockedInterceptor } from './locked.interceptor';
 
 export type { LockedOptions, LockKeyFactory };
@@ -34,7 +40,10 @@ export type { LockedOptions, LockKeyFactory };
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
  *   `order:undefined`.
  * - Provider methods always return a Promise (they wait for the lock); methods declared to return
- *   `Observable` hold the lock from subscribe until complete, error or unsubscribe.
+ *   `Observable` (a value import) hold the lock from subscribe until complete, error or
+ *   unsubscribe. A method whose Observable return type the compiler did not record (an
+ *   `import type`, an inferred type) runs its body under the lock and resolves to an Observable
+ *   that holds the lock again from subscribe until it ends.
  *
  * @example
  * ```ts
@@ -61,7 +70,8 @@ export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}
     const returnsObservable =
       Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
     const spec = createLockedSpec(key, options, original, where, returnsObservable);
-    const wrapper = lockedMethod(original, spec);
+    const binding = readResponseBinding(target, propertyKey);
+    const wrapper = lockedMethod(original, spec, binding);
 
     // Keep what decorators below this one stored on the original (@Get, @HttpCode, @Cron, …).
     for (const metadataKey of Reflect.getOwnMetadataKeys(original)) {
@@ -70,20 +80,31 @@ export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}
     Object.defineProperty(wrapper, 'name', { value: original.name });
     Object.defineProperty(wrapper, 'length', { value: original.length });
     Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
+    defineResponseBinding(wrapper, binding);
     // Mutate the descriptor (never return a new one), so decorators above see the wrapper.
     (descriptor as TypedPropertyDescriptor<unknown>).value = wrapper;
     UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor);
   };
 }
 
-function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpec) {
+function lockedMethod(
+  original: (...args: unknown[]) => unknown,
+  spec: LockedSpec,
+  binding: ResponseBinding,
+) {
   const wrapper = function (this: unknown, ...args: unknown[]): unknown {
     const frame = lockContext.getStore();
-    if (frame?.lockedByInterceptor === wrapper) {
-      // A route: the interceptor already holds the lock for this very call.
-      return lockContext.run({ ...frame, lockedByInterceptor: undefined }, () =>
-        original.apply(this, args),
-      );
+    if (frame?.lockedByInterceptor === spec) {
+      // A route: the interceptor already holds the lock for this very call. Matched by spec, not
+      // by function: a wrapping decorator above this one (a tracing `@Span`) copies the spec onto
+      // the function Nest calls, and then calls this wrapper with the same request. What the
+      // handler returns (a promise, an ack to send) is recorded on the call, so the lock outlasts it.
+      const inner = { ...frame, lockedByInterceptor: undefined, lockedCall: undefined };
+      const run = (callArgs: unknown[]) =>
+        lockContext.run(inner, () => original.apply(this, callArgs));
+      return frame.lockedCall
+        ? runHeldCall(frame.lockedCall, binding, spec.where, args, run)
+        : run(args);
     }
     const locks = boundLockService(this);
     if (spec.returnsObservable) {
@@ -99,7 +120,10 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
     return (async () => {
       if (!locks) throw new RedisLockError(messages.notBound(spec.where));
       const key = keyFromArguments(spec, args);
-      return runLocked(locks, key, spec.options, () => original.apply(this, args));
+      const value = await runLocked(locks, key, spec.options, () => original.apply(this, args));
+      // A stream the return type did not reveal (`import type { Observable }`, an inferred type):
+      // the body ran under the lock; the stream's work, which starts on subscribe, holds it again.
+      return isObservable(value) ? observeLocked(locks, key, spec.options, () => value) : value;
     })();
   };
   return wrapper;

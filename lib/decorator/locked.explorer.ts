@@ -4,7 +4,9 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { LockService } from '../lock.service';
+import { warnIfEventsDrop } from '../rpc/event-handlers';
 import { bindLockService } from './locked-binding';
+import { orderLockedInterceptorLast } from './locked-order';
 import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
 
 /** `@WebSocketGateway()` and `@SubscribeMessage()` metadata (`@nestjs/websockets`, an optional peer). */
@@ -23,7 +25,18 @@ export class LockedExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly locks: LockService,
-  ) {}
+  ) {
+    // Here rather than in onModuleInit: Nest creates every instance before it registers routes,
+    // message handlers and gateways, and it reads their interceptor lists then, once.
+    for (const wrapper of [...discovery.getControllers(), ...discovery.getProviders()]) {
+      const prototype = wrapper.metatype?.prototype as Record<string, unknown> | undefined;
+      if (!prototype || typeof prototype !== 'object') continue;
+      for (const name of scanner.getAllMethodNames(prototype)) {
+        const method = prototype[name];
+        if (getLockedSpec(method)) orderLockedInterceptorLast(method as object);
+      }
+    }
+  }
 
   onModuleInit(): void {
     for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);
@@ -47,6 +60,14 @@ export class LockedExplorer implements OnModuleInit {
         if (!wrapper.isDependencyTreeStatic())
           throw new RedisLockConfigError(messages.requestScoped(spec.where));
         assertProviderPlaceholders(spec);
+      }
+      if (isController) {
+        warnIfEventsDrop(
+          prototype[name],
+          spec.where,
+          spec.options.wait ?? this.locks.options.wait,
+          spec.options.onBusy ?? this.locks.options.onBusy,
+        );
       }
       if (!bound && instance && typeof instance === 'object') {
         bindLockService(instance, this.locks);

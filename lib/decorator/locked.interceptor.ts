@@ -1,37 +1,57 @@
 import {
   Injectable,
   Optional,
+  StreamableFile,
   type CallHandler,
   type ExecutionContext,
   type NestInterceptor,
 } from '@nestjs/common';
-import { defaultIfEmpty, throwError, type Observable } from 'rxjs';
+import { HttpAdapterHost } from '@nestjs/core';
+import { concat, defer, EMPTY, of, tap, throwError, type Observable } from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { isLockFailure, toLockHttpException } from '../http/lock-http-exception';
 import { LockService } from '../lock.service';
 import type { LockFailure } from '../module/redis-lock-options';
 import { lockContext } from '../locking/lock-context';
+import type { LockedCall } from '../locking/locked-call';
 import { observeLocked } from '../locking/run-locked';
+import { isEventHandler, logEventFailure } from '../rpc/event-handlers';
 import { toTransportException } from '../rpc/lock-transport-error';
+import {
+  getResponseBinding,
+  rawResponse,
+  responseOver,
+  skippedAck,
+  streamOver,
+  type ResponseBinding,
+} from './locked-response';
 import { getLockedSpec, keyFromContext, type LockedSpec } from './locked-spec';
+
+/** What `@Sse()` stores on a handler (the key `@nestjs/common` uses; no deep import, for ESM builds). */
+const SSE_METADATA = '__sse__';
 
 /**
  * Takes the lock of a `@Locked` route before the handler runs (and before its pipes), keyed from
- * the request, and holds it until the response completes. `@Locked` attaches it by itself; it is
- * exported for `APP_INTERCEPTOR`-style setups and for subclassing its seams (`resolveKey`,
- * `toHttpException`), as `ThrottlerGuard` allows.
+ * the request, and holds it until the work for the call is done: the handler's promise settled
+ * (even if the subscriber left, e.g. a timeout interceptor), a `@Res()` response sent or its
+ * connection closed, a `StreamableFile` read to its end, an `@Ack()` sent. `@Locked` attaches it
+ * by itself; it is exported for `APP_INTERCEPTOR`-style setups and for subclassing its seams
+ * (`resolveKey`, `toHttpException`), as `ThrottlerGuard` allows.
  */
 @Injectable()
 export class LockedInterceptor implements NestInterceptor {
-  constructor(@Optional() private readonly locks?: LockService) {}
+  constructor(
+    @Optional() private readonly locks?: LockService,
+    @Optional() private readonly adapterHost?: HttpAdapterHost,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const handler = context.getHandler();
     const spec = getLockedSpec(handler);
     // No lock, or one already taken for this very call (the interceptor registered twice, e.g.
     // also as APP_INTERCEPTOR): pass through rather than lock against ourselves.
-    if (!spec || lockContext.getStore()?.lockedByInterceptor === handler) return next.handle();
+    if (!spec || lockContext.getStore()?.lockedByInterceptor === spec) return next.handle();
     if (!this.locks) return throwError(() => new RedisLockError(messages.notBound(spec.where)));
 
     let key: string;
@@ -40,16 +60,87 @@ export class LockedInterceptor implements NestInterceptor {
     } catch (error) {
       return throwError(() => this.mapError(error, context));
     }
-    const run = (): Observable<unknown> =>
-      lockContext.run({ ...lockContext.getStore()!, lockedByInterceptor: handler }, () =>
-        next.handle(),
+    const locks = this.locks;
+    const binding = getResponseBinding(handler);
+    return defer(() => {
+      let ran = false;
+      const locked = observeLocked(
+        locks,
+        key,
+        spec.options,
+        (call) => {
+          ran = true;
+          return this.runHeld(context, next, spec, call, binding);
+        },
+        (error) => this.mapError(error, context, key),
       );
-    const locked = observeLocked(this.locks, key, spec.options, run, (error) =>
-      this.mapError(error, context),
-    );
-    // A call skipped as busy (`onBusy: 'skip'`) completes without a value. A handler that returns
-    // a value answers as if it returned `undefined`, instead of Nest failing on an empty stream (500).
-    return spec.returnsObservable ? locked : locked.pipe(defaultIfEmpty(undefined));
+      // A call skipped as busy (`onBusy: 'skip'`) never ran: it still answers.
+      return concat(
+        locked,
+        defer(() => (ran ? EMPTY : this.answerSkipped(context, spec, binding))),
+      );
+    });
+  }
+
+  /** Runs the handler's chain, recording on `call` the work that must end before the release. */
+  private runHeld(
+    context: ExecutionContext,
+    next: CallHandler,
+    spec: LockedSpec,
+    call: LockedCall,
+    binding: ResponseBinding,
+  ): Observable<unknown> {
+    const type = context.getType();
+    const response = type === 'http' ? context.switchToHttp().getResponse<unknown>() : undefined;
+    if (binding.sendsResponse) call.hold(responseOver(response));
+    if (type === 'ws') call.client = context.switchToWs().getClient<unknown>();
+    const frame = { ...lockContext.getStore()!, lockedByInterceptor: spec, lockedCall: call };
+    return lockContext
+      .run(frame, () => next.handle())
+      .pipe(
+        tap((value) => {
+          if (value instanceof StreamableFile) call.hold(streamOver(value, response));
+        }),
+      );
+  }
+
+  /**
+   * The answer of a call skipped as busy: `undefined` (an empty 200/201), a 204 sent for a route
+   * that answers by itself (`@Res()`), `{ status: 'skipped' }` as a gateway's acknowledgement, or
+   * an empty stream for `@Sse()` routes (told by their metadata, not by a return type the
+   * compiler may not have recorded) and other Observable handlers.
+   */
+  private answerSkipped(
+    context: ExecutionContext,
+    spec: LockedSpec,
+    binding: ResponseBinding,
+  ): Observable<unknown> {
+    const type = context.getType();
+    if (type === 'ws') {
+      if (binding.ackIndex === undefined) return of(skippedAck()); // Nest acks the value
+      // socket.io passes [client, data, ack]: the handler would have called `ack` itself.
+      const ack: unknown = context.getArgByIndex(2);
+      if (typeof ack === 'function') ack(skippedAck());
+      return of(undefined);
+    }
+    if (type === 'http' && binding.sendsResponse) {
+      this.replyNoContent(context.switchToHttp().getResponse<unknown>());
+      return of(undefined);
+    }
+    const streams = Reflect.getMetadata(SSE_METADATA, context.getHandler()) === true;
+    return streams || spec.returnsObservable ? EMPTY : of(undefined);
+  }
+
+  private replyNoContent(response: unknown): void {
+    const raw = rawResponse(response);
+    if (!raw || raw.headersSent) return;
+    const adapter = this.adapterHost?.httpAdapter;
+    if (adapter) {
+      adapter.reply(response, undefined, 204);
+    } else {
+      raw.statusCode = 204;
+      raw.end();
+    }
   }
 
   /** Builds the lock key for this call. Override to derive keys differently. */
@@ -66,10 +157,15 @@ export class LockedInterceptor implements NestInterceptor {
     return toLockHttpException(error, context, this.locks!.options);
   }
 
-  private mapError(error: unknown, context: ExecutionContext): unknown {
+  private mapError(error: unknown, context: ExecutionContext, key?: string): unknown {
     if (!isLockFailure(error)) return error;
     const type = context.getType();
     if (type === 'http') return this.toHttpException(error, context);
+    // An event's caller hears nothing back, so its lock failure is logged.
+    const handler = context.getHandler();
+    if (type === 'rpc' && isEventHandler(handler)) {
+      logEventFailure(error, handler, getLockedSpec(handler)?.where ?? handler.name, key);
+    }
     // Microservices and gateways: the transport's exception carries the failure as data.
     if (type === 'rpc' || type === 'ws') return toTransportException(error, type);
     return error;

@@ -1,7 +1,9 @@
 import { Logger } from '@nestjs/common';
+import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
@@ -28,6 +30,13 @@ export interface AcquireRequest {
   signal?: AbortSignal;
 }
 
+/**
+ * The async context 'lost' listeners run in, taken when this module loads (at startup, outside any
+ * request): a loss is found by a timer armed in whichever call came first, and listeners must not
+ * see that call's locks or request-scoped stores as their own.
+ */
+const listenerScope = new AsyncResource('RedisLockLostEvent');
+
 /** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
 export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
 
@@ -44,7 +53,12 @@ export class LockEngine implements LockOperations {
   private readonly notifier: ReleaseNotifier;
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
+  /** Set when shutdown begins: acquires are refused from then on. */
   private closing = false;
+  private drained?: Promise<void>;
+  private closed?: Promise<void>;
+  /** During the shutdown grace: ends the wait once the last held lock is released or lost. */
+  private whenIdle?: () => void;
   /**
    * Acquire calls in progress, and clean-ups not yet answered — the release of a grant that came
    * too late, a fair-mode queue leave — which close() waits for before it closes the connection,
@@ -95,9 +109,9 @@ export class LockEngine implements LockOperations {
     const fair = this.options.fair ? new FairCall(newToken(), started) : undefined;
     let unavailable: RedisUnavailableError | undefined;
     let failures = 0;
-    const tryOnce = async (queue: boolean): Promise<HeldLock | number> => {
+    const tryOnce = async (step: () => Promise<HeldLock | number>): Promise<HeldLock | number> => {
       try {
-        const outcome = await this.attempt(request, keys, fair, queue);
+        const outcome = await step();
         unavailable = undefined;
         return outcome;
       } catch (error) {
@@ -109,7 +123,7 @@ export class LockEngine implements LockOperations {
     /** Fair mode: leave the queue on the way out, unless we hold the lock or never queued. */
     let leave = fair !== undefined;
     try {
-      const first = await tryOnce(false);
+      const first = await tryOnce(() => this.attempt(request, keys, fair, false));
       if (typeof first !== 'number') {
         leave = false;
         return { lock: first };
@@ -131,7 +145,7 @@ export class LockEngine implements LockOperations {
       try {
         let busyFor = first;
         for (;;) {
-          const outcome = await tryOnce(true);
+          const outcome = await tryOnce(() => this.attempt(request, keys, fair, true));
           if (typeof outcome !== 'number') {
             leave = false;
             return { lock: outcome };
@@ -150,8 +164,13 @@ export class LockEngine implements LockOperations {
             granted = fair?.takeGrant(waiter);
           }
           if (granted !== undefined) {
-            leave = false;
-            return { lock: await this.handedOver(request, keys, fair!, granted) };
+            // Redis out of reach while taking it on: the next try finds the lock ours and takes
+            // it on again; a call that gives up leaves the queue, which frees it.
+            const adopted = await tryOnce(() => this.handedOver(request, keys, fair!, granted));
+            if (typeof adopted !== 'number') {
+              leave = false;
+              return { lock: adopted };
+            }
           }
         }
       } catch (error) {
@@ -224,6 +243,7 @@ export class LockEngine implements LockOperations {
   untrack(lock: HeldLock): void {
     this.held.delete(lock);
     this.watchdog.remove(lock);
+    if (this.held.size === 0) this.whenIdle?.();
   }
 
   drift(ttl: number): number {
@@ -233,7 +253,7 @@ export class LockEngine implements LockOperations {
   reportLost(lock: HeldLock, error: LockLostError): void {
     this.logger.warn(error.message);
     try {
-      this.events.emit('lost', error, lock);
+      listenerScope.runInAsyncScope(() => this.events.emit('lost', error, lock));
     } catch (listenerError) {
       // A throwing listener must not stop the watchdog's tick (nor become an uncaught exception).
       this.logger.error(`A 'lost' listener threw: ${String(listenerError)}`);
@@ -245,21 +265,44 @@ export class LockEngine implements LockOperations {
   }
 
   /**
-   * Stops renewal, releases what is still held (bounded), lets waiting calls find out and leave
-   * (fair mode: their queue entries too, and a hand-off that reached them), then closes what we
-   * opened.
+   * Shutdown, first half: refuses new acquires and ends waiting ones (fair mode: their queue
+   * entries too, and a hand-off that reached them); waits up to `shutdownGrace` for held locks to
+   * be released by their work, renewing them meanwhile; then aborts what is still held (reason
+   * `'shutdown'`, a `'lost'` event) and only then releases it, so no other holder gets in while
+   * work still believes it holds a lock. Every Redis command in it is bounded.
    */
-  async close(): Promise<void> {
-    if (this.closing) return;
+  drain(): Promise<void> {
+    return (this.drained ??= this.drainOnce());
+  }
+
+  /** Shutdown: `drain()`, then closes what we opened. */
+  close(): Promise<void> {
+    return (this.closed ??= this.drain().then(async () => {
+      await this.notifier.close();
+      await this.backend.close();
+    }));
+  }
+
+  private async drainOnce(): Promise<void> {
     this.closing = true;
-    const held = [...this.held];
-    this.watchdog.stop();
-    await Promise.allSettled(held.map((lock) => lock.release()));
     this.notifier.wakeAll();
+    if (this.held.size > 0 && this.options.shutdownGrace > 0) {
+      // The timer is not unref'd: a script whose last act is `await close()` must not exit
+      // before the grace ends and the locks are released.
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.whenIdle = resolve;
+        timer = setTimeout(resolve, this.options.shutdownGrace);
+      });
+      clearTimeout(timer);
+      this.whenIdle = undefined;
+    }
+    const left = [...this.held];
+    for (const lock of left) lock.lose('shutdown');
+    this.watchdog.stop();
+    await Promise.allSettled(left.map((lock) => lock.release()));
     await Promise.allSettled([...this.calls]);
     await Promise.allSettled([...this.cleanups]);
-    await this.notifier.close();
-    await this.backend.close();
   }
 
   /**
@@ -272,7 +315,7 @@ export class LockEngine implements LockOperations {
     fair: FairCall | undefined,
     queue: boolean,
   ): Promise<HeldLock | number> {
-    if (this.closing) throw new RedisLockError(messages.shuttingDown());
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
     if (fair) return this.attemptFair(request, keys, fair, queue);
     const token = newToken();
     const sentAt = monotonicNow();
@@ -292,7 +335,7 @@ export class LockEngine implements LockOperations {
     if (this.closing) {
       // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
       this.cleanUp(this.backend.release(keys, token));
-      throw new RedisLockError(messages.shuttingDown());
+      throw new LockServiceClosedError(messages.shuttingDown());
     }
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
     return this.track(lock, request);
@@ -325,7 +368,7 @@ export class LockEngine implements LockOperations {
       fair.busy(sentAt, reply.fence, queue);
       return reply.busy;
     }
-    if (this.closing) throw new RedisLockError(messages.shuttingDown()); // the call leaves
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
     if ('granted' in reply) {
       const lock = new HeldLock(
         this,
@@ -366,10 +409,8 @@ export class LockEngine implements LockOperations {
     fair: FairCall,
     fence: number,
   ): Promise<HeldLock> {
-    if (this.closing) {
-      this.leaveQueue(keys, fair); // hands it on to the next in line
-      throw new RedisLockError(messages.shuttingDown());
-    }
+    // The call leaves the queue on its way out, which hands the lock on to the next in line.
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
     const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
     const lock = new HeldLock(
       this,
@@ -387,16 +428,20 @@ export class LockEngine implements LockOperations {
 
   /**
    * Fair mode: takes on a lock handed over with what is left of a short lease, and brings it to
-   * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension.
+   * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension. That
+   * extension runs before the lock is tracked: if it fails, no handle is left behind to report a
+   * loss of a lock nobody was given (the call retries, or leaves the queue and frees it).
    */
   private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock> {
-    this.track(lock, request);
-    if (request.renew) {
-      lock.nextRenewAt = monotonicNow();
-      this.watchdog.reschedule(lock);
-    } else {
+    if (!request.renew) {
       await lock.extend(request.ttl);
+      // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.
+      if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
+      return this.track(lock, request);
     }
+    this.track(lock, request);
+    lock.nextRenewAt = monotonicNow();
+    this.watchdog.reschedule(lock);
     return lock;
   }
 

@@ -7,6 +7,11 @@ export type LockLostReason =
   | 'not-owner'
   /** Redis did not confirm a renewal before the lease ran out on our local (monotonic) clock. */
   | 'deadline'
+  /**
+   * The `LockService` shut down while the lock was still held, after waiting `shutdownGrace` ms
+   * for the work to release it: the signal aborted before the key was released.
+   */
+  | 'shutdown'
   /** It was held for its whole `maxHold`: renewal stopped and the lock was released. */
   | 'max-hold'
   /**
@@ -15,9 +20,10 @@ export type LockLostReason =
    */
   | 'clock-jump';
 
-const explanations: Record<LockLostReason, string> = {
+const why: Record<LockLostReason, string> = {
   'not-owner': 'the key expired or another holder owns it',
   deadline: 'Redis did not confirm a renewal before the lease ran out',
+  shutdown: 'the LockService shut down and its `shutdownGrace` ran out before the work released it',
   'max-hold':
     'it was held for its whole `maxHold` and released; raise `maxHold` if the work needs longer',
   'clock-jump':
@@ -30,6 +36,6 @@ export class LockLostError extends RedisLockError {
     readonly key: string,
     readonly reason: LockLostReason,
   ) {
-    super(messages.lost(key, explanations[reason]));
+    super(messages.lost(key, why[reason]));
   }
 }

@@ -70,12 +70,44 @@ export const messages = {
   requestScoped: (where: string) =>
     `@Locked() on ${where}: the provider is request-scoped (or depends on one), so Nest creates it ` +
     'per request after bootstrap and the lock cannot be bound. Move the locked method to a singleton provider.',
+  eventNotHandled: (
+    pattern: string,
+    where: string,
+    key: string | undefined,
+    reason: string,
+    busy: boolean,
+  ) =>
+    `Event ${pattern} was not handled by ${where}` +
+    (key !== undefined ? ` (lock "${key}")` : '') +
+    `: ${reason} No caller receives this error.` +
+    (busy
+      ? " Give the handler a `wait` budget so events on one key run one after another, or `onBusy: 'skip'` to drop duplicates on purpose."
+      : ''),
+  eventWaitZero: (pattern: string, where: string) =>
+    `@Locked() on event handler ${where} (${pattern}) has \`wait: 0\`: an event that arrives while ` +
+    'another one on the same key runs is dropped (and logged). Set `@Locked(key, { wait })` so ' +
+    "events on one key run one after another, or `onBusy: 'skip'` to drop duplicates on purpose.",
+  rpcLockFailure: (pattern: unknown, reason: string) =>
+    `Microservice handler${pattern === undefined ? '' : ` for ${JSON.stringify(pattern)}`} failed: ` +
+    `${reason} A message's caller receives it as LockTransportError data; an event's caller ` +
+    'receives nothing.',
+  failedAfterResponseStarted: (reason: string) =>
+    `${reason} The response had already started (a @Res() handler wrote to it), so no error ` +
+    'status could be sent: it was ended as it was. Take locks before writing to the response.',
+  holdEnded: (key: string) =>
+    `The hold on lock "${key}" ended (its Observable was torn down) and the lock is being ` +
+    'released: stop the work, it is no longer protected.',
+  callAfterRelease: (where: string) =>
+    `${where} was reached after its lock was released (its caller had left while pipes ran), so ` +
+    'it was not run: it would have run unprotected.',
   badExtension: (ms: unknown, max: number) =>
     `extend(ms) needs a number of ms > 0 and <= ${max} (what a timer can wait), got ${describe(ms)}. ` +
     'For a longer hold, let the watchdog renew the lease (and bound it with `maxHold`).',
   released: (key: string) => `Lock "${key}" was released; acquire it again.`,
   aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
-  shuttingDown: () => 'LockService is shutting down; no new locks are granted.',
+  shuttingDown: () =>
+    'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +
+    'shutdown begins (stop consumers and schedulers first), or retry on another instance.',
 };
 
 function describe(value: unknown): string {

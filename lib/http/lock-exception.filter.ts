@@ -2,6 +2,7 @@ import {
   Catch,
   HttpException,
   Injectable,
+  Logger,
   Optional,
   type ArgumentsHost,
   type ExceptionFilter,
@@ -11,6 +12,8 @@ import { throwError, type Observable } from 'rxjs';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { messages } from '../errors/messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { LockService } from '../lock.service';
@@ -19,18 +22,28 @@ import { resolveOptions } from '../module/resolve-options';
 import { toLockTransportError } from '../rpc/lock-transport-error';
 import { toLockHttpException } from './lock-http-exception';
 
+const logger = new Logger('RedisLock');
+
 /**
  * Answers lock failures thrown by services — a busy `@Locked` provider method, a `withLock` — the
  * way `@Locked` handlers answer them, instead of Nest's "Internal server error": on HTTP 409 +
  * `Retry-After`, 400, 500 or 503; to a microservice or WebSocket caller, `LockTransportError`
- * data. Opt in app-wide:
+ * data. A failure after a `@Res()` handler started its answer is logged and the answer ended,
+ * as no status can be sent then. Opt in app-wide:
  *
  * @example
  * ```ts
  * providers: [{ provide: APP_FILTER, useClass: LockExceptionFilter }]
  * ```
  */
-@Catch(LockNotAcquiredError, LockKeyError, LockLostError, RedisUnavailableError, RedisCommandError)
+@Catch(
+  LockNotAcquiredError,
+  LockKeyError,
+  LockLostError,
+  RedisUnavailableError,
+  RedisCommandError,
+  LockServiceClosedError,
+)
 @Injectable()
 export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
   constructor(
@@ -42,7 +55,12 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
     const type = host.getType();
     // Microservices send a filter's Observable error to the caller; an Error object would not
     // survive serialization, so the failure goes as data.
-    if (type === 'rpc') return throwError(() => toLockTransportError(error));
+    if (type === 'rpc') {
+      // The caller of a message gets the data; an event has no caller, so this line is its trace.
+      const pattern = host.getArgByIndex<{ getPattern?: () => unknown }>(1)?.getPattern?.();
+      logger.warn(messages.rpcLockFailure(pattern, `${error.name}: ${error.message}`));
+      return throwError(() => toLockTransportError(error));
+    }
     if (type === 'ws') {
       // As Nest's BaseWsExceptionFilter answers a WsException.
       const client = host.switchToWs().getClient<{ emit(event: string, data: unknown): unknown }>();
@@ -50,15 +68,20 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
       return;
     }
     if (type !== 'http') throw error;
+    const response: unknown = host.switchToHttp().getResponse();
+    const adapter = this.adapterHost.httpAdapter;
+    if (adapter.isHeadersSent(response)) {
+      // A `@Res()` handler had started its answer: no status can be sent any more. As Nest's own
+      // filter does then, end what was sent, and say why in the log.
+      logger.error(messages.failedAfterResponseStarted(`${error.name}: ${error.message}`));
+      adapter.end(response);
+      return;
+    }
     const options = this.locks?.options ?? resolveOptions();
     const mapped = toLockHttpException(error, host, options);
     const exception =
       mapped instanceof HttpException ? mapped : new ServiceUnavailable(error.message);
-    this.adapterHost.httpAdapter.reply(
-      host.switchToHttp().getResponse(),
-      exception.getResponse(),
-      exception.getStatus(),
-    );
+    adapter.reply(response, exception.getResponse(), exception.getStatus());
   }
 }
 

@@ -8,6 +8,7 @@ import {
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
@@ -25,14 +26,18 @@ export function isLockFailure(error: unknown): error is LockFailure {
     error instanceof LockKeyError ||
     error instanceof LockLostError ||
     error instanceof RedisUnavailableError ||
-    error instanceof RedisCommandError
+    error instanceof RedisCommandError ||
+    error instanceof LockServiceClosedError
   );
 }
 
 /**
- * The HTTP answer to a lock failure: `Retry-After` on every busy answer, then the module's
- * `exceptionFactory` when set, else 409 (`busyStatus`) with a JSON body naming the resource, 400
- * for a bad key, 500 when Redis refuses the command, 503 for a lost lock or an unreachable Redis.
+ * The HTTP answer to a lock failure: `Retry-After` on every busy answer whose headers are not sent
+ * yet, then the module's `exceptionFactory` when set, else 409 (`busyStatus`) with a JSON body
+ * naming the resource, 400 for a bad key, 500 when Redis refuses the command, 503 for a lost lock,
+ * an unreachable Redis or a service shutting down. Never throws for a response that has started
+ * already (an SSE stream whose headers went out while the lock was awaited): Nest then answers
+ * with an error event.
  */
 export function toLockHttpException(
   error: LockFailure,
@@ -65,12 +70,29 @@ export function toLockHttpException(
   return new ServiceUnavailableException(error.message, { cause: error });
 }
 
-/** Express (`setHeader`) and Fastify (`header`) responses. */
+interface AnyResponse {
+  setHeader?: (n: string, v: string) => void;
+  header?: (n: string, v: string) => void;
+  /** Node's `ServerResponse` (Express). */
+  headersSent?: boolean;
+  /** Fastify's reply: `sent`, and the Node response as `raw`. */
+  sent?: boolean;
+  raw?: { headersSent?: boolean };
+}
+
+/**
+ * Whether the response's headers went out already (Express or Fastify): setting a header then
+ * throws `ERR_HTTP_HEADERS_SENT`, and no status can be sent any more.
+ */
+export function headersSent(response: unknown): boolean {
+  const target = response as AnyResponse | undefined;
+  return target?.headersSent === true || target?.sent === true || target?.raw?.headersSent === true;
+}
+
+/** Express (`setHeader`) and Fastify (`header`) responses; a no-op once headers are sent. */
 function setHeader(response: unknown, name: string, value: string): void {
-  const target = response as {
-    setHeader?: (n: string, v: string) => void;
-    header?: (n: string, v: string) => void;
-  };
+  if (headersSent(response)) return;
+  const target = response as AnyResponse;
   if (typeof target.setHeader === 'function') target.setHeader(name, value);
   else if (typeof target.header === 'function') target.header(name, value);
 }

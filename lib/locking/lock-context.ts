@@ -1,17 +1,22 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LockHandle } from '../engine/lock-handle';
+import type { Hold } from './holds';
+import type { LockedCall } from './locked-call';
 
 /** What the running async call chain holds. */
 export interface LockFrame {
-  /** Locks held by this call chain, by Redis key, for re-entrancy. */
-  readonly held: ReadonlyMap<string, LockHandle & { readonly owner: object }>;
-  /** The innermost lock, returned by `currentLock()`. */
-  readonly current?: LockHandle;
+  /** This chain's hold of each lock it holds, by Redis key, for re-entrancy. */
+  readonly held: ReadonlyMap<string, Hold>;
+  /** The innermost hold; its lock is what `currentLock()` returns. */
+  readonly hold?: Hold;
   /**
-   * The `@Locked` method whose lock the interceptor already took for this request: when Nest calls
-   * it, it runs straight through instead of locking again from its arguments.
+   * The `@Locked` method (its spec, which wrappers that copy the method's metadata share) whose
+   * lock the interceptor already took for this request: when Nest calls it, it runs straight
+   * through instead of locking again from its arguments.
    */
   readonly lockedByInterceptor?: object;
+  /** That call's record: the `@Locked` method reports there what its handler returned. */
+  readonly lockedCall?: LockedCall;
 }
 
 /**
@@ -21,7 +26,8 @@ export interface LockFrame {
 export const lockContext = new AsyncLocalStorage<LockFrame>();
 
 /**
- * The lock held by the running `@Locked` method or `withLock` callback, or `undefined` outside one.
+ * The lock held by the running `@Locked` method or `withLock` callback, or `undefined` outside one
+ * — also in a callback that outlived the call it was created in (a timer, a listener).
  * Use it to pass `fence` to a store, to check `signal`, or to `extend()` a long step.
  *
  * @example
@@ -34,16 +40,32 @@ export const lockContext = new AsyncLocalStorage<LockFrame>();
  * ```
  */
 export function currentLock(): LockHandle | undefined {
-  return lockContext.getStore()?.current;
+  const hold = lockContext.getStore()?.hold;
+  return hold && !hold.settled ? hold.handle : undefined;
 }
 
-/** A child frame that holds `lock` too. */
-export function frameWith(
-  parent: LockFrame | undefined,
-  redisKey: string,
-  lock: LockHandle & { readonly owner: object },
-): LockFrame {
+/**
+ * Runs `fn` outside every lock the calling chain holds, and returns its result. Start long-lived
+ * resources from a locked section with it — a poller, a socket, a queue consumer, a timer — so
+ * their later callbacks do not share the section's locks (re-entrancy), and wait for a lock like
+ * any other caller instead.
+ *
+ * @example
+ * ```ts
+ * @Locked('account:<id>')
+ * async sync(id: string) {
+ *   this.consumer ??= outsideLocks(() => this.queue.consume('events', (m) => this.apply(m)));
+ *   …
+ * }
+ * ```
+ */
+export function outsideLocks<T>(fn: () => T): T {
+  return lockContext.exit(fn);
+}
+
+/** A child frame whose innermost hold is `hold`. */
+export function frameWith(parent: LockFrame | undefined, hold: Hold): LockFrame {
   const held = new Map(parent?.held);
-  held.set(redisKey, lock);
-  return { held, current: lock };
+  held.set(hold.lock.redisKeys.lock, hold);
+  return { held, hold };
 }

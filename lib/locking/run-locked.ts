@@ -1,25 +1,26 @@
-import { Logger } from '@nestjs/common';
 import { Observable, type Subscription } from 'rxjs';
-import { monotonicNow } from '../engine/clock';
 import type { HeldLock, LockHandle } from '../engine/lock-handle';
-import { LockLostError } from '../errors/lock-lost.error';
+import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { LockService, WithLockOptions } from '../lock.service';
 import type { OnBusyPolicy } from '../module/redis-lock-options';
+import { messages } from '../errors/messages';
+import { Hold, releaseQuietly } from './holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
+import { LockedCall } from './locked-call';
+import { ScopedLock } from './scoped-lock';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
 export interface RunLockedOptions extends WithLockOptions {
   onBusy?: OnBusyPolicy;
 }
 
-const logger = new Logger('RedisLock');
-
 /**
- * Holds `key` while `fn` runs: re-uses a lock this call chain already holds (re-entrancy),
- * otherwise acquires, runs `fn` in a frame that carries the lock, and always releases. `fn`'s own
- * errors pass through untouched; a lock lost while it ran becomes `LockLostError` after it settles.
- * Resolves `undefined` without running `fn` when busy and `onBusy` is `'skip'`.
+ * Holds `key` while `fn` runs: joins a lock this call chain already holds (re-entrancy),
+ * otherwise acquires; runs `fn` in a frame that carries its hold, and ends the hold after. The
+ * last hold of a lock releases it. `fn`'s own errors pass through untouched; a lock lost while it
+ * ran becomes `LockLostError` after it settles. Resolves `undefined` without running `fn` when
+ * busy and `onBusy` is `'skip'`.
  */
 export async function runLocked<T>(
   locks: LockService,
@@ -28,20 +29,23 @@ export async function runLocked<T>(
   fn: (lock: LockHandle) => T | Promise<T>,
 ): Promise<T> {
   const parent = lockContext.getStore();
-  const reused = heldByChain(locks, key, options, parent);
-  if (reused)
-    return lockContext.run({ ...parent, held: parent!.held, current: reused }, () => fn(reused));
-
-  const lock = await acquireOrSkip(locks, key, options);
-  if (!lock) return undefined as T;
+  // Joined synchronously, at call time: a caller that does not await this call cannot end the
+  // last hold (and release) before this one counts.
+  let hold = heldByChain(locks, key, options, parent)?.join();
+  if (!hold) {
+    const lock = await acquireOrSkip(locks, key, options);
+    if (!lock) return undefined as T;
+    hold = Hold.of(lock);
+  }
+  const own = hold;
   let result: T;
   try {
-    result = await lockContext.run(frameWith(parent, lock.redisKeys.lock, lock), () => fn(lock));
+    result = await lockContext.run(frameWith(parent, own), () => fn(own.handle));
   } catch (error) {
-    await releaseQuietly(lock);
+    await own.end();
     throw error;
   }
-  const lost = await settle(lock);
+  const lost = await own.end();
   if (lost && (options.onLost ?? locks.options.onLost) === 'throw') throw lost;
   return result;
 }
@@ -50,38 +54,63 @@ export async function runLocked<T>(
  * The Observable form of `runLocked`, for handlers that return streams (SSE included): acquires
  * on subscribe, holds until the source completes, errors or the subscriber leaves, and releases at
  * once a lock granted after the subscriber left. `mapError` shapes lock failures only.
+ *
+ * `source` gets the call's `LockedCall`: work held there (a route handler's promise, its response,
+ * a stream, an acknowledgement) keeps the lock — renewed — after the source ended or the subscriber
+ * left, until it settles. The lock's signal, as the source sees it, aborts when the hold ends.
  */
 export function observeLocked<T>(
   locks: LockService,
   key: string,
   options: RunLockedOptions,
-  source: () => Observable<T>,
+  source: (call: LockedCall) => Observable<T>,
   mapError: (error: unknown) => unknown = (error) => error,
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     const parent = lockContext.getStore();
-    const reused = heldByChain(locks, key, options, parent);
-    if (reused) {
-      return lockContext.run({ ...parent, held: parent!.held, current: reused }, () =>
-        source().subscribe(subscriber),
-      );
+    const joined = heldByChain(locks, key, options, parent)?.join();
+    if (joined) {
+      // Counted until the subscription closes, however it closes (a throwing source included),
+      // and until the work the call holds has settled.
+      const call = new LockedCall();
+      subscriber.add(() => void call.drain().then(() => joined.end()));
+      return lockContext.run(frameWith(parent, joined), () => source(call).subscribe(subscriber));
     }
 
-    let lock: HeldLock | undefined;
+    let held: Subscribed | undefined;
     let inner: Subscription | undefined;
     let closed = false;
     // Cancels a waiting acquire when the subscriber leaves; a fail-fast one (wait 0) needs none,
     // and a grant that lands after the subscriber left is released below anyway.
     const waits = (options.wait ?? locks.options.wait) > 0;
     const leave = waits ? new AbortController() : undefined;
+    // A mapping that throws (a header that can no longer be set, a user's exception factory)
+    // must still reach the subscriber: these run in promise callbacks, where a throw would be an
+    // unhandled rejection and the subscriber would never hear back.
+    const failWith = (error: unknown): void => {
+      let mapped: unknown;
+      try {
+        mapped = mapError(error);
+      } catch (mappingError) {
+        mapped = mappingError;
+      }
+      subscriber.error(mapped);
+    };
     const finish = async (error?: unknown, failed = false): Promise<void> => {
-      const held = lock;
-      lock = undefined;
-      if (!held) return;
-      const lost = await settle(held);
+      const ending = held;
+      held = undefined;
+      if (!ending) return;
+      if (ending.call.busy) {
+        // Work for the key outlives the stream (a response still being sent, an ack not yet
+        // called): answer now, release once it is done. A loss then is reported by the engine.
+        if (failed) subscriber.error(error);
+        else subscriber.complete();
+        void endHold(ending);
+        return;
+      }
+      const lost = await endHold(ending);
       if (failed) subscriber.error(error);
-      else if (lost && (options.onLost ?? locks.options.onLost) === 'throw')
-        subscriber.error(mapError(lost));
+      else if (lost && (options.onLost ?? locks.options.onLost) === 'throw') failWith(lost);
       else subscriber.complete();
     };
 
@@ -93,10 +122,12 @@ export function observeLocked<T>(
       (acquired) => {
         if (!acquired) return subscriber.complete();
         if (closed) return void releaseQuietly(acquired);
-        lock = acquired;
-        lockContext.run(frameWith(parent, acquired.redisKeys.lock, acquired), () => {
+        const view = new ScopedLock(acquired);
+        const started: Subscribed = { hold: Hold.of(acquired, view), view, call: new LockedCall() };
+        held = started;
+        lockContext.run(frameWith(parent, started.hold), () => {
           try {
-            inner = source().subscribe({
+            inner = source(started.call).subscribe({
               next: (value) => subscriber.next(value),
               error: (error: unknown) => void finish(error, true),
               complete: () => void finish(),
@@ -107,7 +138,7 @@ export function observeLocked<T>(
         });
       },
       (error: unknown) => {
-        if (!closed) subscriber.error(mapError(error));
+        if (!closed) failWith(error);
       },
     );
 
@@ -115,22 +146,45 @@ export function observeLocked<T>(
       closed = true;
       leave?.abort();
       inner?.unsubscribe();
-      const held = lock;
-      lock = undefined;
-      if (held) void releaseQuietly(held);
+      const ending = held;
+      held = undefined;
+      // Teardown has run; the held work (a promise that cannot be cancelled) still holds the key.
+      if (ending) void endHold(ending);
     };
   });
 }
 
+/** One subscription's hold: its counted hold, the view its work sees, and the work it holds. */
+interface Subscribed {
+  readonly hold: Hold;
+  readonly view: ScopedLock;
+  readonly call: LockedCall;
+}
+
+/**
+ * Ends a subscription's hold: waits for the work the call still holds (the lock keeps being
+ * renewed meanwhile), aborts the view's signal, then ends the hold (the last one releases).
+ * Never rejects.
+ */
+async function endHold({ hold, view, call }: Subscribed): Promise<LockLostError | undefined> {
+  const ended = new DOMException(messages.holdEnded(hold.lock.key), 'AbortError');
+  // Nothing outlives the stream: abort at once, within teardown, so work that checks it stops.
+  if (!call.busy) view.end(ended);
+  await call.drain();
+  view.end(ended);
+  return hold.end();
+}
+
+/** This chain's running hold of `key` through `locks`, if re-entrancy applies. */
 function heldByChain(
   locks: LockService,
   key: string,
   options: RunLockedOptions,
   frame: LockFrame | undefined,
-): LockHandle | undefined {
+): Hold | undefined {
   if (!frame || !(options.reentrant ?? locks.options.reentrant)) return undefined;
-  const held = frame.held.get(locks.engine.keysOf(key).lock);
-  return held && held.owner === locks.engine && held.isHeld ? held : undefined;
+  const hold = frame.held.get(locks.engine.keysOf(key).lock);
+  return hold && hold.lock.owner === locks.engine && hold.active ? hold : undefined;
 }
 
 async function acquireOrSkip(
@@ -149,26 +203,4 @@ async function acquireOrSkip(
     }
     throw error;
   }
-}
-
-/**
- * Releases after the work settled; resolves the `LockLostError` if the work was not protected
- * to its end (lost before, or found lost by the release), else `undefined`.
- */
-async function settle(lock: HeldLock): Promise<LockLostError | undefined> {
-  const protectedToTheEnd = lock.isHeld && monotonicNow() <= lock.validUntil;
-  const released = await releaseQuietly(lock);
-  if (protectedToTheEnd && released !== false) return undefined;
-  return lock.lost ?? new LockLostError(lock.key, 'deadline');
-}
-
-/**
- * A release that never throws: its failure must not mask the work's own result or error, and the
- * TTL frees the key anyway. Resolves `'unknown'` when Redis did not answer in time.
- */
-function releaseQuietly(lock: HeldLock): Promise<boolean | 'unknown'> {
-  return lock.release().catch((error: unknown) => {
-    logger.warn(`Releasing lock "${lock.key}" failed (${String(error)}); it expires by its TTL.`);
-    return 'unknown' as const;
-  });
 }

@@ -2,6 +2,7 @@ import type { ArgumentsHost } from '@nestjs/common';
 import type { LockKeyError } from '../errors/lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import type { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import type { RedisCommandError } from '../errors/redis-command.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { ClusterNode, ClusterOptions } from 'ioredis';
@@ -39,9 +40,17 @@ export type OnBusyPolicy = 'throw' | 'skip';
 /** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
 export type OnLostPolicy = 'throw' | 'log';
 
-/** A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing. */
+/**
+ * A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing,
+ * or the service shutting down.
+ */
 export type LockFailure =
-  LockNotAcquiredError | LockKeyError | LockLostError | RedisUnavailableError | RedisCommandError;
+  | LockNotAcquiredError
+  | LockKeyError
+  | LockLostError
+  | RedisUnavailableError
+  | RedisCommandError
+  | LockServiceClosedError;
 
 /**
  * Turns a lock failure on an HTTP request into the exception Nest should send. Receives the
@@ -91,6 +100,16 @@ export interface RedisLockModuleOptions {
    * @default 'lock:'
    */
   prefix?: string;
+  /**
+   * How long (ms) a lock's fence counter outlives the lock's last lease. Every key the library
+   * writes has a TTL: the lease its `ttl`, the counter the lease plus this. A key locked again
+   * within it continues its counter (fence + 1); after it, the counter has expired and starts
+   * again from Redis' clock in microseconds, still above every earlier fence unless that clock
+   * has moved back by more than the time since. Everything under `prefix` is gone at most
+   * `ttl + fenceRetention` after the last release (`ttl`: the last lease set, `extend()` included).
+   * @default 60000
+   */
+  fenceRetention?: number;
   /**
    * Lease length in ms. While a lock is held the watchdog renews it every `ttl / 3`, so a long
    * task keeps its lock and a crashed holder's lock frees within `ttl`.
@@ -149,6 +168,16 @@ export interface RedisLockModuleOptions {
    * @default true
    */
   reentrant?: boolean;
+  /**
+   * On shutdown (`close()`, or Nest's `beforeApplicationShutdown`): how long (ms) to wait for
+   * locks still held to be released by their work, while the watchdog keeps renewing them. New
+   * acquires are refused meanwhile (`LockServiceClosedError`). When it runs out, each lock still
+   * held has its signal aborted (`LockLostError`, reason `'shutdown'`) and a `'lost'` event, and
+   * only then is released. 0 aborts and releases at once. Keep it below your platform's kill
+   * timeout (Kubernetes: `terminationGracePeriodSeconds`, 30 s by default).
+   * @default 10000
+   */
+  shutdownGrace?: number;
   /**
    * HTTP status sent when a `@Locked` route finds its lock busy.
    * @default 409

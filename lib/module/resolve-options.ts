@@ -14,11 +14,13 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   retryJitter: 10,
   maxKeyLength: 512,
   commandTimeout: 2_000,
+  shutdownGrace: 10_000,
   onBusy: 'throw',
   onLost: 'throw',
   reentrant: true,
   busyStatus: 409,
   fair: false,
+  fenceRetention: 60_000,
 };
 
 /** Merges defaults and rejects bad values at startup, with a message that names the option. */
@@ -54,6 +56,8 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertNonNegative('retryJitter', resolved.retryJitter);
   assertPositive('maxKeyLength', resolved.maxKeyLength);
   assertPositive('commandTimeout', resolved.commandTimeout);
+  assertNonNegative('fenceRetention', resolved.fenceRetention);
+  assertNonNegative('shutdownGrace', resolved.shutdownGrace);
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   if (typeof resolved.fair !== 'boolean') {

@@ -1,0 +1,21 @@
+import { LockedInterceptor } from './locked.interceptor';
+
+/** Where `@UseInterceptors()` lists a method's interceptors (`@nestjs/common` constants). */
+const INTERCEPTORS_METADATA = '__interceptors__';
+
+/**
+ * Moves `LockedInterceptor` to the end of a `@Locked` method's interceptor list, so it runs last,
+ * right before pipes and the handler, whatever the decorator order. Nest runs a method's
+ * interceptors in the order they were added, and decorators apply bottom-up: with
+ * `@UseInterceptors(FileInterceptor('file'))` above `@Locked('upload:<body.userId>')`, the lock's
+ * key would otherwise be read before multer has parsed the body. Must run before Nest registers
+ * routes and message handlers, which read the list once.
+ */
+export function orderLockedInterceptorLast(method: object): void {
+  const list: unknown = Reflect.getOwnMetadata(INTERCEPTORS_METADATA, method);
+  if (!Array.isArray(list)) return;
+  const at = list.lastIndexOf(LockedInterceptor);
+  if (at === -1 || at === list.length - 1) return;
+  const reordered = list.filter((interceptor) => interceptor !== LockedInterceptor);
+  Reflect.defineMetadata(INTERCEPTORS_METADATA, [...reordered, LockedInterceptor], method);
+}

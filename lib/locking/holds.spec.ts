@@ -1,0 +1,73 @@
+import type { HeldLock } from '../engine/lock-handle';
+import { LockLostError } from '../errors/lock-lost.error';
+import { Hold } from './holds';
+
+/** The parts of a held lock a hold reads, with `release` recorded. */
+function fakeLock(): HeldLock & { held: boolean } {
+  const state = { held: true };
+  const lock = {
+    key: 'order:1',
+    lost: undefined as LockLostError | undefined,
+    validUntil: Infinity,
+    get held(): boolean {
+      return state.held;
+    },
+    set held(value: boolean) {
+      state.held = value;
+    },
+    get isHeld(): boolean {
+      return state.held;
+    },
+    release: jest.fn(async (): Promise<boolean> => state.held),
+  };
+  return lock as unknown as HeldLock & { held: boolean };
+}
+
+describe('Hold', () => {
+  it('releases the lock when the last of its holds ends, in any order', async () => {
+    const lock = fakeLock();
+    const outer = Hold.of(lock);
+    const inner = outer.join();
+    const nested = inner.join();
+
+    expect(await outer.end()).toBeUndefined();
+    expect(await nested.end()).toBeUndefined();
+    expect(lock.release).not.toHaveBeenCalled();
+    expect(await inner.end()).toBeUndefined();
+    expect(lock.release).toHaveBeenCalledTimes(1);
+  });
+
+  it('counts a hold once however often it is ended', async () => {
+    const lock = fakeLock();
+    const outer = Hold.of(lock);
+    const inner = outer.join();
+    await outer.end();
+    await outer.end();
+    expect(lock.release).not.toHaveBeenCalled();
+    await inner.end();
+    expect(lock.release).toHaveBeenCalledTimes(1);
+  });
+
+  it('stops counting as active once ended, or once its lock is no longer held', async () => {
+    const lock = fakeLock();
+    const outer = Hold.of(lock);
+    const inner = outer.join();
+    await inner.end();
+    expect(inner.active).toBe(false);
+    expect(inner.settled).toBe(true);
+    expect(outer.active).toBe(true);
+    lock.held = false;
+    expect(outer.active).toBe(false);
+  });
+
+  it('reports a loss to a hold that is not the last one', async () => {
+    const lock = fakeLock();
+    const outer = Hold.of(lock);
+    const inner = outer.join();
+    lock.held = false;
+    expect(await outer.end()).toBeInstanceOf(LockLostError);
+    expect(lock.release).not.toHaveBeenCalled();
+    expect(await inner.end()).toBeInstanceOf(LockLostError);
+    expect(lock.release).toHaveBeenCalledTimes(1);
+  });
+});

@@ -1,0 +1,67 @@
+import { Logger } from '@nestjs/common';
+import { LockLostError } from '../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { messages } from '../errors/messages';
+import type { LockFailure } from '../module/redis-lock-options';
+
+/**
+ * `@EventPattern()` metadata of `@nestjs/microservices` (an optional peer, so read by name):
+ * the handler type (`PatternHandler.EVENT` is 2) and its patterns.
+ */
+const PATTERN_HANDLER_METADATA = 'microservices:handler_type';
+const PATTERN_METADATA = 'microservices:pattern';
+const EVENT_HANDLER = 2;
+
+const logger = new Logger('RedisLock');
+
+/** Whether `handler` is an `@EventPattern()` handler: fire and forget, nobody hears its errors. */
+export function isEventHandler(handler: unknown): boolean {
+  return (
+    typeof handler === 'function' &&
+    Reflect.getMetadata(PATTERN_HANDLER_METADATA, handler) === EVENT_HANDLER
+  );
+}
+
+function patternOf(handler: object): string {
+  const patterns: unknown = Reflect.getMetadata(PATTERN_METADATA, handler);
+  const list = Array.isArray(patterns) ? patterns : [patterns];
+  return list.map((pattern) => JSON.stringify(pattern)).join(', ');
+}
+
+/**
+ * Logs a lock failure of an event handler. Nest sends an event handler's error to no one and logs
+ * nothing, so without this line a busy, unkeyable or unreachable lock drops the event silently.
+ */
+export function logEventFailure(
+  error: LockFailure,
+  handler: object,
+  where: string,
+  lockKey?: string,
+): void {
+  const key =
+    error instanceof LockNotAcquiredError || error instanceof LockLostError ? error.key : lockKey;
+  logger.error(
+    messages.eventNotHandled(
+      patternOf(handler),
+      where,
+      key,
+      `${error.name}: ${error.message}`,
+      error instanceof LockNotAcquiredError,
+    ),
+  );
+}
+
+/**
+ * At bootstrap: an event handler that fails fast on a busy key drops every event that arrives
+ * while another one on the same key runs. Say so once, unless dropping was chosen (`onBusy: 'skip'`).
+ */
+export function warnIfEventsDrop(
+  handler: object,
+  where: string,
+  wait: number,
+  onBusy: string,
+): void {
+  if (wait === 0 && onBusy === 'throw' && isEventHandler(handler)) {
+    logger.warn(messages.eventWaitZero(patternOf(handler), where));
+  }
+}

@@ -1,0 +1,96 @@
+import {
+  type CallHandler,
+  type ExecutionContext,
+  Injectable,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { finalize, from, mergeMap, type Observable } from 'rxjs';
+import { LockService } from 'nestjs-redis-lock';
+import { Gate, sleep } from '../support/time';
+
+/**
+ * Counts the runs of the work for each key: how many started, and the most that ran at once. Work
+ * for one key must never overlap itself; `maxConcurrent(key) > 1` is the bug.
+ */
+export class ConcurrentRuns {
+  private readonly active = new Map<string, number>();
+  private readonly most = new Map<string, number>();
+  private readonly starts = new Map<string, number>();
+  private readonly gates = new Map<string, Gate>();
+
+  enter(key: string): void {
+    const now = (this.active.get(key) ?? 0) + 1;
+    this.active.set(key, now);
+    this.most.set(key, Math.max(now, this.most.get(key) ?? 0));
+    this.starts.set(key, (this.starts.get(key) ?? 0) + 1);
+  }
+
+  leave(key: string): void {
+    this.active.set(key, (this.active.get(key) ?? 1) - 1);
+  }
+
+  started(key: string): number {
+    return this.starts.get(key) ?? 0;
+  }
+
+  maxConcurrent(key: string): number {
+    return this.most.get(key) ?? 0;
+  }
+
+  /**
+   * Starts a call for `key` while its first run is still going, and reports how it ended: its
+   * answer, or 'ran' as soon as its run started beside the first (the overlap), or 'neither' after
+   * `ms`. Polls, and stops polling either way.
+   */
+  async answeredOrRan<T>(
+    key: string,
+    start: () => Promise<T>,
+    ms = 3_000,
+  ): Promise<T | 'ran' | 'neither'> {
+    const before = this.started(key);
+    let answer: { value: T } | undefined;
+    void start().then((value) => (answer = { value }));
+    const deadline = performance.now() + ms;
+    while (performance.now() < deadline) {
+      if (answer) return answer.value;
+      if (this.started(key) > before) return 'ran';
+      await sleep(5);
+    }
+    return 'neither';
+  }
+
+  /** Resolves when the test opens the gate of `key`: the work holds until then. */
+  gate(key: string): Promise<void> {
+    let gate = this.gates.get(key);
+    if (!gate) this.gates.set(key, (gate = new Gate()));
+    return gate.opened;
+  }
+
+  open(key: string): void {
+    this.gates.get(key)?.release();
+  }
+
+  openAll(): void {
+    for (const gate of this.gates.values()) gate.release();
+  }
+}
+
+/**
+ * The CONTROL: a lock that is released when the handler returns (acquire, `next.handle()`, release
+ * on finalize), keyed `control:<userId>` (HTTP) or `control:<seatId>` (WebSocket). Tests run the
+ * same handler under it to show the overlap that `@Locked` must prevent — so they can fail.
+ */
+@Injectable()
+export class ReleaseOnReturnInterceptor implements NestInterceptor {
+  constructor(private readonly locks: LockService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const key =
+      context.getType() === 'ws'
+        ? `control:${context.switchToWs().getData<{ seatId: string }>().seatId}`
+        : `control:${context.switchToHttp().getRequest<{ params: { userId: string } }>().params.userId}`;
+    return from(this.locks.acquire(key)).pipe(
+      mergeMap((lock) => next.handle().pipe(finalize(() => void lock.release()))),
+    );
+  }
+}

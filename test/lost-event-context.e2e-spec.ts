@@ -1,0 +1,55 @@
+/**
+ * 'lost' listeners run in a neutral async context: not in the context of whichever call happened
+ * to arm the watchdog's timer, so `currentLock()` and request-scoped stores (a request logger)
+ * in a listener never name an unrelated request.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { currentLock, type LockHandle } from 'nestjs-redis-lock';
+import { onSharedRedis } from './support/lock-services';
+import { Gate, waitFor } from './support/time';
+
+const { services, redis, keyOf } = onSharedRedis('lost-event-context');
+
+/** What a request-scoped logger reads: the request the running code belongs to. */
+const requestScope = new AsyncLocalStorage<{ requestId: string }>();
+
+interface Seen {
+  lost: string;
+  currentLock: string | undefined;
+  requestId: string | undefined;
+}
+
+it("runs 'lost' listeners outside the context of the request that armed the watchdog", async () => {
+  const requests = services.create();
+  const jobs = services.create({ ttl: 600 }); // a fresh watchdog: its first acquire arms its timer
+  const seen: Seen[] = [];
+  jobs.on('lost', (_error, lock) =>
+    seen.push({
+      lost: lock.key,
+      currentLock: currentLock()?.key,
+      requestId: requestScope.getStore()?.requestId,
+    }),
+  );
+
+  // Request A holds its lock and takes a job lock inside it: the watchdog's timer is armed there.
+  const gate = new Gate();
+  let jobOfA: LockHandle | undefined;
+  const requestA = requestScope.run({ requestId: 'A' }, () =>
+    requests.withLock('request-a', async () => {
+      jobOfA = await jobs.acquire('job-of-a');
+      await gate.opened;
+      await jobOfA.release();
+    }),
+  );
+  await waitFor(() => jobOfA !== undefined);
+
+  // Request B's lock is lost while A still runs.
+  const jobOfB = await requestScope.run({ requestId: 'B' }, () => jobs.acquire('job-of-b'));
+  await redis.del(keyOf('job-of-b'));
+  await waitFor(() => seen.length > 0, 5_000);
+  gate.release();
+  await requestA;
+
+  expect(seen).toEqual([{ lost: 'job-of-b', currentLock: undefined, requestId: undefined }]);
+  expect(await jobOfB.release()).toBe(false);
+});

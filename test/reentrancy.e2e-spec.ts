@@ -1,0 +1,282 @@
+/**
+ * Re-entrancy through the async call chain: holds on one key in one chain are counted, and the
+ * key is released only when the last of them settles; a frame captured by a callback (a timer, a
+ * poller, a socket) stops counting as holding once its own hold settled; `outsideLocks()` starts
+ * such resources without the chain's locks.
+ */
+import { Controller, Injectable, Param, Post, type INestApplication } from '@nestjs/common';
+import { AsyncResource } from 'node:async_hooks';
+import { EventEmitter } from 'node:events';
+import request from 'supertest';
+import {
+  currentLock,
+  Locked,
+  LockLostError,
+  LockNotAcquiredError,
+  type LockService,
+  outsideLocks,
+  type LockHandle,
+} from 'nestjs-redis-lock';
+import { createDecoratorApp } from './decorator/decorator-app';
+import { onSharedRedis } from './support/lock-services';
+import { Gate, sleep, waitFor } from './support/time';
+
+const { services, redis, keyOf } = onSharedRedis('reentrancy');
+
+/** Whether `locks` gets `key` right now (released again at once if so). */
+async function acquiredBy(locks: LockService, key: string): Promise<boolean> {
+  const lock = await locks.tryAcquire(key);
+  await lock?.release();
+  return lock !== null;
+}
+
+describe('counted re-entrant holds', () => {
+  it('keeps the key until the last hold settles: an inner withLock the outer did not await', async () => {
+    const locks = services.create();
+    const other = services.create();
+    const gate = new Gate();
+    let inner: Promise<boolean> | undefined;
+    let innerLock: LockHandle | undefined;
+
+    const outerFence = await locks.withLock('fire-and-forget', (outer) => {
+      // Started in the outer's chain and not awaited: it outlives the outer.
+      inner = locks.withLock('fire-and-forget', async (lock) => {
+        innerLock = lock;
+        await gate.opened;
+        return lock.signal.aborted;
+      });
+      return outer.fence;
+    });
+
+    // The outer returned; the inner still runs under the same lock, so nobody else gets in.
+    expect(innerLock?.fence).toBe(outerFence);
+    expect(await acquiredBy(other, 'fire-and-forget')).toBe(false);
+    expect(await redis.get(keyOf('fire-and-forget'))).toBe(innerLock!.token);
+    expect(innerLock!.isHeld).toBe(true);
+
+    gate.release();
+    expect(await inner).toBe(false); // never aborted: it was protected to its end
+    expect(await redis.exists(keyOf('fire-and-forget'))).toBe(0);
+    const next = await other.tryAcquire('fire-and-forget');
+    expect(next?.fence).toBeGreaterThan(outerFence);
+    await next!.release();
+  });
+
+  it('renews the lease while only the inner hold is left', async () => {
+    const ttl = 600;
+    const locks = services.create({ ttl });
+    const other = services.create();
+    const gate = new Gate();
+    let inner: Promise<void> | undefined;
+    await locks.withLock('renewed', () => {
+      inner = locks.withLock('renewed', () => gate.opened);
+    });
+    // Well past the lease: only renewal can keep the key.
+    await sleep(3 * ttl);
+    expect(await acquiredBy(other, 'renewed')).toBe(false);
+    expect(await redis.pttl(keyOf('renewed'))).toBeGreaterThan(0);
+    gate.release();
+    await inner;
+    expect(await redis.exists(keyOf('renewed'))).toBe(0);
+  });
+
+  it("keeps the key for the inner hold when the outer throws, and passes the outer's error through", async () => {
+    const locks = services.create();
+    const other = services.create();
+    const gate = new Gate();
+    let inner: Promise<string> | undefined;
+    const outer = locks.withLock('outer-throws', () => {
+      inner = locks.withLock('outer-throws', async () => {
+        await gate.opened;
+        return 'inner done';
+      });
+      throw new Error('outer failed');
+    });
+    await expect(outer).rejects.toThrow('outer failed');
+    expect(await acquiredBy(other, 'outer-throws')).toBe(false);
+    gate.release();
+    expect(await inner).toBe('inner done');
+    expect(await redis.exists(keyOf('outer-throws'))).toBe(0);
+  });
+
+  it('lets the inner hold see a loss after the outer returned (signal aborted, LockLostError)', async () => {
+    const locks = services.create({ ttl: 600 });
+    const gate = new Gate();
+    let inner: Promise<boolean> | undefined;
+    await locks.withLock('lost-inner', () => {
+      inner = locks.withLock('lost-inner', async (lock) => {
+        await gate.opened;
+        return lock.signal.aborted;
+      });
+    });
+    inner!.catch(() => undefined); // asserted below
+    await redis.del(keyOf('lost-inner')); // an operator deletes the key: the next renewal finds out
+    let lost = false;
+    locks.on('lost', () => (lost = true));
+    await waitFor(() => lost, 5_000);
+    gate.release();
+    await expect(inner).rejects.toBeInstanceOf(LockLostError);
+  });
+});
+
+describe('frames captured by callbacks', () => {
+  it('a frame whose own hold settled no longer counts as holding, while an outer hold still runs', async () => {
+    const locks = services.create();
+    const outerGate = new Gate();
+    let callLater: (() => Promise<number>) | undefined;
+    let seenInCapturedFrame: LockHandle | undefined | null = null;
+    let outerFence = 0;
+
+    const outer = locks.withLock('captured', async (lock) => {
+      outerFence = lock.fence;
+      await locks.withLock('captured', () => {
+        // A callback created inside the (finished) inner hold, as a poller or socket would be.
+        callLater = AsyncResource.bind(() => {
+          seenInCapturedFrame = currentLock();
+          return locks.withLock('captured', (later) => later.fence, { wait: 5_000 });
+        });
+      });
+      await outerGate.opened;
+    });
+
+    await waitFor(() => callLater !== undefined);
+    let laterDone = false;
+    const later = callLater!().finally(() => (laterDone = true));
+    // It waits for the outer hold like any other caller, instead of re-entering it.
+    await sleep(50);
+    expect(laterDone).toBe(false);
+    outerGate.release();
+    await outer;
+    expect(await later).toBeGreaterThan(outerFence);
+    // currentLock() there no longer names the finished hold's lock.
+    expect(seenInCapturedFrame).toBeUndefined();
+  });
+
+  it('a callback in the frame of a finished section acquires normally', async () => {
+    const locks = services.create();
+    let callLater: (() => Promise<number>) | undefined;
+    const sectionFence = await locks.withLock('finished', (lock) => {
+      callLater = AsyncResource.bind(() =>
+        locks.withLock('finished', (later) => {
+          expect(currentLock()).toBe(later);
+          return later.fence;
+        }),
+      );
+      return lock.fence;
+    });
+    expect(await callLater!()).toBeGreaterThan(sectionFence);
+  });
+
+  it('outsideLocks() starts a resource whose callbacks do not re-enter the running section', async () => {
+    const locks = services.create();
+    const gate = new Gate();
+    /** A consumer that delivers messages from its own callbacks, like a socket or a queue client. */
+    const startConsumer = (onMessage: () => Promise<string>) => {
+      const consumer = new EventEmitter();
+      const results: Promise<string>[] = [];
+      // The listener runs in the frame where the consumer's async resource was created.
+      const deliver = AsyncResource.bind(() => results.push(onMessage()));
+      consumer.on('message', deliver);
+      return { consumer, results };
+    };
+    const handle = () =>
+      locks
+        .withLock('account:1', () => 'handled', { wait: 0 })
+        .catch((error: unknown) => {
+          if (error instanceof LockNotAcquiredError) return 'busy';
+          throw error;
+        });
+
+    let plain: ReturnType<typeof startConsumer> | undefined;
+    let detached: ReturnType<typeof startConsumer> | undefined;
+    const section = locks.withLock('account:1', async () => {
+      plain = startConsumer(handle);
+      detached = outsideLocks(() => startConsumer(handle));
+      expect(outsideLocks(() => currentLock())).toBeUndefined();
+      await gate.opened;
+    });
+    await waitFor(() => detached !== undefined);
+
+    // While the section runs: a message to the consumer started in its frame shares the lock
+    // (the documented choice); the one started with outsideLocks() is turned away like any caller.
+    plain!.consumer.emit('message');
+    detached!.consumer.emit('message');
+    expect(await plain!.results[0]).toBe('handled');
+    expect(await detached!.results[0]).toBe('busy');
+
+    gate.release();
+    await section;
+    // After the section: each acquires normally (one after the other: `wait` is 0).
+    plain!.consumer.emit('message');
+    expect(await plain!.results[1]).toBe('handled');
+    detached!.consumer.emit('message');
+    expect(await detached!.results[1]).toBe('handled');
+  });
+});
+
+describe('counted holds through @Locked', () => {
+  const gate = new Gate();
+
+  @Injectable()
+  class ImportJobs {
+    running?: Promise<number>;
+
+    @Locked('import:<userId>')
+    async run(userId: string): Promise<number> {
+      void userId;
+      await gate.opened;
+      return currentLock()!.fence;
+    }
+
+    @Locked('import:<userId>')
+    async start(userId: string): Promise<number> {
+      this.running = this.run(userId); // fire-and-forget, as a job launcher does
+      return currentLock()!.fence;
+    }
+  }
+
+  @Controller('imports')
+  class ImportController {
+    constructor(private readonly jobs: ImportJobs) {}
+
+    @Post(':userId')
+    @Locked('import:<userId>')
+    launch(@Param('userId') userId: string): { started: true } {
+      this.jobs.running = this.jobs.run(userId); // not awaited: the response goes out first
+      return { started: true };
+    }
+  }
+
+  let app: INestApplication;
+  let jobs: ImportJobs;
+  const { prefix, services: others } = onSharedRedis('reentrancy-decorator');
+
+  beforeAll(async () => {
+    app = await createDecoratorApp({
+      prefix,
+      controllers: [ImportController],
+      providers: [ImportJobs],
+    });
+    jobs = app.get(ImportJobs);
+  });
+  afterAll(() => app?.close());
+
+  it('a @Locked provider method keeps the key for the @Locked call it started without awaiting', async () => {
+    const other = others.create();
+    const fence = await jobs.start('user-1');
+    expect(await acquiredBy(other, 'import:user-1')).toBe(false);
+    gate.release();
+    expect(await jobs.running).toBe(fence);
+    expect(await acquiredBy(other, 'import:user-1')).toBe(true);
+  });
+
+  it('a @Locked route keeps the key for the @Locked job it started, after the response', async () => {
+    const other = others.create();
+    const response = await request(app.getHttpServer()).post('/imports/user-2');
+    expect(response.status).toBe(201);
+    expect(await acquiredBy(other, 'import:user-2')).toBe(false);
+    gate.release();
+    await jobs.running;
+    expect(await acquiredBy(other, 'import:user-2')).toBe(true);
+  });
+});
