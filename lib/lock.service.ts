@@ -14,7 +14,12 @@ import type {
   RedisLockModuleOptions,
   ResolvedRedisLockOptions,
 } from './module/redis-lock-options';
-import { assertNonNegative, assertPositive, resolveOptions } from './module/resolve-options';
+import {
+  assertMaxHold,
+  assertNonNegative,
+  assertPositive,
+  resolveOptions,
+} from './module/resolve-options';
 
 /** Options of one `acquire` / `tryAcquire` call; unset fields take the module defaults. */
 export interface AcquireOptions {
@@ -22,6 +27,12 @@ export interface AcquireOptions {
   ttl?: number;
   /** Wait budget in ms when the lock is busy, on a monotonic clock; 0 = fail at once. */
   wait?: number;
+  /**
+   * Longest time in ms this lock may be held (from when it is granted); then it is released and
+   * its signal aborts with `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
+   * @default the module's `maxHold` (Infinity)
+   */
+  maxHold?: number;
   /** Cancels the wait; the call rejects with `signal.reason`, and a late grant is released. */
   signal?: AbortSignal;
   /**
@@ -174,8 +185,10 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
     assertLockKey(key, this.options.maxKeyLength);
     const ttl = options.ttl ?? this.options.ttl;
     const wait = options.wait ?? this.options.wait;
+    const maxHold = options.maxHold ?? this.options.maxHold;
     assertPositive('ttl', ttl);
     assertNonNegative('wait', wait);
-    return { key, ttl, wait, renew: options.renew ?? true, signal: options.signal };
+    assertMaxHold('maxHold', maxHold);
+    return { key, ttl, wait, maxHold, renew: options.renew ?? true, signal: options.signal };
   }
 }

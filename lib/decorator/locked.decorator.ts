@@ -5,7 +5,12 @@ import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { lockContext } from '../locking/lock-context';
 import { observeLocked, runLocked } from '../locking/run-locked';
-import { assertNonNegative, assertOneOf, assertPositive } from '../module/resolve-options';
+import {
+  assertMaxHold,
+  assertNonNegative,
+  assertOneOf,
+  assertPositive,
+} from '../module/resolve-options';
 import { boundLockService } from './locked-binding';
 import {
   createLockedSpec,
@@ -127,6 +132,7 @@ function lockedMethod(
 function validateLockedOptions(options: LockedOptions): void {
   if (options.ttl !== undefined) assertPositive('ttl', options.ttl);
   if (options.wait !== undefined) assertNonNegative('wait', options.wait);
+  if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);
   if (options.onLost !== undefined) assertOneOf('onLost', options.onLost, ['throw', 'log']);
 }

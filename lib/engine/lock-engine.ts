@@ -24,6 +24,8 @@ export interface AcquireRequest {
   key: string;
   ttl: number;
   wait: number;
+  /** Longest hold in ms from the grant (`Infinity`: no bound). */
+  maxHold: number;
   renew: boolean;
   signal?: AbortSignal;
 }
@@ -336,7 +338,7 @@ export class LockEngine implements LockOperations {
       throw new LockServiceClosedError(messages.shuttingDown());
     }
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
-    return this.track(lock, request.renew);
+    return this.track(lock, request);
   }
 
   /**
@@ -378,7 +380,7 @@ export class LockEngine implements LockOperations {
         sentAt,
         this,
       );
-      return this.track(lock, request.renew);
+      return this.track(lock, request);
     }
     // Already ours: handed over by a release whose message we missed. Its lease ends `pttl`
     // after this try ran, which was after we sent it.
@@ -435,17 +437,18 @@ export class LockEngine implements LockOperations {
       await lock.extend(request.ttl);
       // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.
       if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
-      return this.track(lock, false);
+      return this.track(lock, request);
     }
-    this.track(lock, true);
+    this.track(lock, request);
     lock.nextRenewAt = monotonicNow();
     this.watchdog.reschedule(lock);
     return lock;
   }
 
-  /** Watches a new lock: renewed when it renews, declared lost at its deadline either way. */
-  private track(lock: HeldLock, renews: boolean): HeldLock {
-    lock.renews = renews;
+  /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
+  private track(lock: HeldLock, request: AcquireRequest): HeldLock {
+    lock.renews = request.renew;
+    lock.holdUntil = monotonicNow() + request.maxHold;
     this.held.add(lock);
     this.watchdog.add(lock);
     return lock;

@@ -109,6 +109,10 @@ export const messages = {
   callAfterRelease: (where: string) =>
     `${where} was reached after its lock was released (its caller had left while pipes ran), so ` +
     'it was not run: it would have run unprotected.',
+  badExtension: (ms: unknown, max: number) =>
+    `extend(ms) needs a number of ms > 0 and <= ${max} (what a timer can wait), got ${describe(ms)}. ` +
+    'For a longer hold, let the watchdog renew the lease (and bound it with `maxHold`).',
+  released: (key: string) => `Lock "${key}" was released; acquire it again.`,
   aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
   shuttingDown: () =>
     'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +

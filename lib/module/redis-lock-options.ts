@@ -117,6 +117,17 @@ export interface RedisLockModuleOptions {
    */
   ttl?: number;
   /**
+   * Longest time (ms) a lock may be held, however long its work runs. When it is reached, renewal
+   * stops, the lock's `signal` aborts with `LockLostError` (reason `'max-hold'`), the loss is
+   * reported (`'lost'` event and log) and the key is released, so the next holder gets it at once.
+   * Use it to bound what a hung handler can block. `Infinity` (the default) sets no bound: the
+   * watchdog renews a lock for as long as its work runs, as a lease lock with renewal is expected
+   * to — a bound by default would abort legitimate long jobs (reports, migrations) halfway.
+   * Override it per call (`acquire`, `withLock`, `@Locked`), `Infinity` lifting the module's bound.
+   * @default Infinity
+   */
+  maxHold?: number;
+  /**
    * Default wait budget in ms for acquiring a busy lock; 0 fails at once (what one-order-per-user
    * needs). `LockService.acquire` and `@Locked` use it when the call does not say.
    * @default 0

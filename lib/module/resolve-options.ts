@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '../engine/clock';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { assertRedisUrl } from '../redis/redis-client';
@@ -8,6 +9,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   redis: 'redis://127.0.0.1:6379',
   prefix: 'lock:',
   ttl: 30_000,
+  maxHold: Infinity,
   wait: 0,
   retryJitter: 10,
   maxKeyLength: 512,
@@ -49,6 +51,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
     );
   }
   assertPositive('ttl', resolved.ttl);
+  assertMaxHold('maxHold', resolved.maxHold);
   assertNonNegative('wait', resolved.wait);
   assertNonNegative('retryJitter', resolved.retryJitter);
   assertPositive('maxKeyLength', resolved.maxKeyLength);
@@ -131,11 +134,7 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
   }
 }
 
-/**
- * Longest duration Node's timers can wait (about 24.8 days): a larger one fires after 1 ms, which
- * would turn a lease renewal or a retry into a busy loop.
- */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+export { MAX_TIMER_MS };
 
 export function assertPositive(name: string, value: unknown): asserts value is number {
   if (typeof value !== 'number' || !(value > 0 && value <= MAX_TIMER_MS)) {
@@ -143,6 +142,11 @@ export function assertPositive(name: string, value: unknown): asserts value is n
       messages.badOption(name, value, `a number > 0 and <= ${MAX_TIMER_MS} (ms)`),
     );
   }
+}
+
+/** A duration a timer can wait, or `Infinity` for "no bound". */
+export function assertMaxHold(name: string, value: unknown): asserts value is number {
+  if (value !== Infinity) assertPositive(name, value);
 }
 
 export function assertNonNegative(name: string, value: unknown): asserts value is number {
