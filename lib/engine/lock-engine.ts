@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
@@ -14,6 +13,7 @@ import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow, newToken } from './clock';
 import { FairCall } from './fair-call';
+import { neutralScope } from './neutral-scope';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
 import { Watchdog } from './watchdog';
@@ -29,13 +29,6 @@ export interface AcquireRequest {
   renew: boolean;
   signal?: AbortSignal;
 }
-
-/**
- * The async context 'lost' listeners run in, taken when this module loads (at startup, outside any
- * request): a loss is found by a timer armed in whichever call came first, and listeners must not
- * see that call's locks or request-scoped stores as their own.
- */
-const listenerScope = new AsyncResource('RedisLockLostEvent');
 
 /** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
 export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
@@ -253,7 +246,7 @@ export class LockEngine implements LockOperations {
   reportLost(lock: HeldLock, error: LockLostError): void {
     this.logger.warn(error.message);
     try {
-      listenerScope.runInAsyncScope(() => this.events.emit('lost', error, lock));
+      neutralScope.runInAsyncScope(() => this.events.emit('lost', error, lock));
     } catch (listenerError) {
       // A throwing listener must not stop the watchdog's tick (nor become an uncaught exception).
       this.logger.error(`A 'lost' listener threw: ${String(listenerError)}`);

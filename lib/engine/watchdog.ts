@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { messages } from '../errors/messages';
 import { monotonicNow } from './clock';
+import { neutralScope } from './neutral-scope';
 import type { HeldLock } from './lock-handle';
 
 /**
@@ -57,7 +58,8 @@ export class Watchdog {
     if (at >= this.timerAt) return;
     this.disarm();
     this.timerAt = at;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, at - monotonicNow()));
+    const delay = Math.max(0, at - monotonicNow());
+    this.timer = neutralScope.runInAsyncScope(() => setTimeout(() => this.tick(), delay));
     // A held lock must not keep the process alive on its own; the work holding it does.
     this.timer.unref();
   }
