@@ -11,11 +11,13 @@ import {
   assertOneOf,
   assertPositive,
 } from '../module/resolve-options';
+import { assertKnownOptions } from '../module/known-options';
 import { boundLockService } from './locked-binding';
 import {
   createLockedSpec,
   keyFromArguments,
   LOCKED_METADATA,
+  LOCKED_OPTION_NAMES,
   type LockedOptions,
   type LockedSpec,
   type LockKeyFactory,
@@ -82,6 +84,7 @@ export function Locked(
   validateLockedOptions(options);
   return (target, propertyKey, descriptor) => {
     const where = `${describeTarget(target)}.${String(propertyKey)}`;
+    assertKnownOptions(`@Locked() on ${where}`, options, LOCKED_OPTION_NAMES);
     if (typeof descriptor?.value !== 'function') {
       throw new RedisLockConfigError(messages.notAMethod(where));
     }

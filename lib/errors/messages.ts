@@ -37,6 +37,10 @@ export const messages = {
     `The key function of @Locked() on ${where} returned ${what}; it must return a non-empty string.`,
   badOption: (name: string, value: unknown, expected: string) =>
     `Lock option \`${name}\` is ${describe(value)}; expected ${expected}.`,
+  unknownOption: (where: string, name: string, closest: string | undefined, valid: string[]) =>
+    `${where}: \`${name}\` is not an option` +
+    (closest ? `; did you mean \`${closest}\`?` : '.') +
+    ` Valid options: ${valid.join(', ')}.`,
   badRedisUrl: (url: string) =>
     `RedisLockModule option \`redis\` is "${url}", not a valid Redis URL. ` +
     'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',

@@ -2,7 +2,14 @@ import { MAX_TIMER_MS } from '../engine/clock';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { assertRedisUrl } from '../redis/redis-client';
-import type { RedisLockModuleOptions, ResolvedRedisLockOptions } from './redis-lock-options';
+import { assertKnownOptions, type OptionNames } from './known-options';
+import type {
+  ClusterConnectionOptions,
+  RedisLockModuleOptions,
+  RedlockOptions,
+  ReplicaAckOptions,
+  ResolvedRedisLockOptions,
+} from './redis-lock-options';
 
 /** The one place defaults live. */
 export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
@@ -23,8 +30,44 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   fenceRetention: 60_000,
 };
 
-/** Merges defaults and rejects bad values at startup, with a message that names the option. */
+/** Every option name, in the order the "valid options" hint lists them. */
+const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
+  redis: true,
+  cluster: true,
+  redlock: true,
+  replicaAck: true,
+  fair: true,
+  prefix: true,
+  ttl: true,
+  wait: true,
+  retryJitter: true,
+  maxKeyLength: true,
+  commandTimeout: true,
+  onBusy: true,
+  onLost: true,
+  reentrant: true,
+  busyStatus: true,
+  exceptionFactory: true,
+};
+const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = { nodes: true, options: true };
+const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
+  nodes: true,
+  nodeTimeout: true,
+  driftFactor: true,
+};
+const REPLICA_ACK_OPTION_NAMES: OptionNames<ReplicaAckOptions> = {
+  minReplicas: true,
+  timeout: true,
+};
+
+/**
+ * Merges defaults and rejects bad values at startup, with a message that names the option. The
+ * one path of `forRoot`, `forRootAsync` (the factory's result) and `new LockService()`.
+ */
 export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRedisLockOptions {
+  if (typeof options === 'object' && options !== null) {
+    assertKnownOptions('RedisLockModule', options, OPTION_NAMES);
+  }
   const defined = Object.fromEntries(
     Object.entries(options).filter(([, value]) => value !== undefined),
   ) as RedisLockModuleOptions;
@@ -96,6 +139,16 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
 
 function validateTopology(resolved: ResolvedRedisLockOptions): void {
   const { cluster, redlock, replicaAck } = resolved;
+  const nested: [string, unknown, object][] = [
+    ['cluster', cluster, CLUSTER_OPTION_NAMES],
+    ['redlock', redlock, REDLOCK_OPTION_NAMES],
+    ['replicaAck', replicaAck, REPLICA_ACK_OPTION_NAMES],
+  ];
+  for (const [name, value, known] of nested) {
+    if (typeof value === 'object' && value !== null) {
+      assertKnownOptions(`RedisLockModule option \`${name}\``, value, known);
+    }
+  }
   if (cluster && redlock) {
     throw new RedisLockConfigError(
       messages.badOption('cluster', 'set together with redlock', 'one of them'),
