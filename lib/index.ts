@@ -11,6 +11,7 @@ export type {
   RedlockOptions,
   ReplicaAckOptions,
   ResolvedRedisLockOptions,
+  StartupCheckMode,
 } from './module/redis-lock-options';
 export {
   LockService,

@@ -47,6 +47,25 @@ export const messages = {
   redisUnavailable: (operation: string, ms: number) =>
     `Redis did not answer ${operation} within ${ms} ms. Check that Redis is running and that ` +
     'the `redis` option (REDIS_URL) points at it; raise `commandTimeout` for a slow link.',
+  connectionFailed: (address: string, reason: string, detail: string, advice: string) =>
+    `Redis ${address}: ${reason} (${detail}). ${advice}`,
+  credentialsAdvice: () =>
+    'Check the username and password in the `redis` option (redis://user:password@host:port).',
+  aclAdvice: () =>
+    "Grant the Redis user the lock's commands: +evalsha +eval +exists +subscribe (+info for " +
+    "ioredis' ready check) and, inside the scripts, +get +set +pexpire +pttl +incr +del +publish " +
+    '+time, on the lock prefix (keys and channels).',
+  startupAnswered: (target: string, ms: number, details: string) =>
+    `Redis ${target} answered in ${Math.round(ms)} ms${details}; lock commands work.`,
+  startupNoAnswer: (target: string, ms: number) =>
+    `Redis ${target} did not answer the startup check within ${ms} ms (\`commandTimeout\`). ` +
+    'Check that Redis runs there and that the `redis` option (REDIS_URL) points at it.',
+  startupFailed: (problem: string) =>
+    `Startup check: ${problem} Lock calls fail until this is fixed; set ` +
+    "`startupCheck: 'fail'` to stop the application from starting instead.",
+  evictingPolicy: (address: string, policy: string) =>
+    `Redis ${address} has maxmemory-policy ${policy}: under memory pressure it may evict lock ` +
+    'keys (each has a TTL) and let a second holder in. Set maxmemory-policy to noeviction.',
   /** `lock "a"`, or `3 locks ("a", …)` for a batch. */
   lockNames: (locks: readonly { key: string }[]) =>
     locks.length === 1 ? `lock "${locks[0].key}"` : `${locks.length} locks ("${locks[0].key}", …)`,

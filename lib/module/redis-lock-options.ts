@@ -37,6 +37,9 @@ export interface ClusterConnectionOptions {
 /** What a `@Locked` method does when the lock is busy after its `wait` budget. */
 export type OnBusyPolicy = 'throw' | 'skip';
 
+/** What the startup check does when Redis does not answer or refuses the lock's commands. */
+export type StartupCheckMode = 'warn' | 'fail' | 'off';
+
 /** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
 export type OnLostPolicy = 'throw' | 'log';
 
@@ -150,6 +153,17 @@ export interface RedisLockModuleOptions {
    * @default 2000
    */
   commandTimeout?: number;
+  /**
+   * At startup (`onModuleInit`, bounded by `commandTimeout`) the module checks Redis: it logs one
+   * line with where it connects (never a password) and that Redis answered and ran a lock
+   * command, and warns when `maxmemory-policy` may evict lock keys. When Redis does not answer or
+   * refuses (connection refused, wrong password, an ACL without the lock's commands): `'warn'`
+   * logs the cause and the app starts (lock calls then fail with it at once); `'fail'` stops the
+   * bootstrap with that error; `'off'` skips the check (no line, no Redis call at startup).
+   * `new LockService()` outside Nest runs no check.
+   * @default 'warn'
+   */
+  startupCheck?: StartupCheckMode;
   /**
    * Default of `@Locked({ onBusy })`: `'throw'` a `LockNotAcquiredError` (HTTP 409), or `'skip'`
    * the call and return `undefined` (for jobs that must run on one instance only).

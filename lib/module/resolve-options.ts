@@ -22,6 +22,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   maxKeyLength: 512,
   commandTimeout: 2_000,
   shutdownGrace: 10_000,
+  startupCheck: 'warn',
   onBusy: 'throw',
   onLost: 'throw',
   reentrant: true,
@@ -43,6 +44,7 @@ const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   retryJitter: true,
   maxKeyLength: true,
   commandTimeout: true,
+  startupCheck: true,
   onBusy: true,
   onLost: true,
   reentrant: true,
@@ -101,6 +103,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertPositive('commandTimeout', resolved.commandTimeout);
   assertNonNegative('fenceRetention', resolved.fenceRetention);
   assertNonNegative('shutdownGrace', resolved.shutdownGrace);
+  assertOneOf('startupCheck', resolved.startupCheck, ['warn', 'fail', 'off']);
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   if (typeof resolved.fair !== 'boolean') {
