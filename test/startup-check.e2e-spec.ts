@@ -119,6 +119,12 @@ describe('a healthy Redis', () => {
     expect(logs.of('warn')).toEqual([]);
   });
 
+  it('leaves no key behind (the probe lock and its fence counter are gone)', async () => {
+    await boot({ redis: server.url });
+    await boot({ redis: server.url, fair: true });
+    expect(await admin.keys(`${prefix}*`)).toEqual([]);
+  });
+
   it('warns when maxmemory-policy can evict keys with a TTL, naming noeviction', async () => {
     const evicting = await startRedis({ args: ['--maxmemory-policy', 'volatile-lru'] });
     const { logs } = await boot({ redis: evicting.url });

@@ -142,7 +142,10 @@ async function probeLockCommands(
       signal: AbortSignal.timeout(timeout),
     });
     // Busy is fine: another instance is checking right now, and the script ran.
-    if ('lock' in outcome) await outcome.lock.release();
+    if ('lock' in outcome) {
+      await outcome.lock.release();
+      await forgetProbe(engine);
+    }
     return undefined;
   } catch (error) {
     if (error instanceof RedisLockError) return error;
@@ -155,6 +158,21 @@ async function probeLockCommands(
       },
     );
   }
+}
+
+/**
+ * Deletes the probe's fence counter (and fair mode's queue keys), so the check leaves no key
+ * behind: the probe's fences protect nothing. Best effort; another instance's probe may race it.
+ */
+async function forgetProbe(engine: LockEngine): Promise<void> {
+  const { fence, queue, waiters } = engine.keysOf(PROBE_KEY);
+  await Promise.all(
+    engine.connections.nodes.map((node) =>
+      within(node.client.del(fence, queue, waiters), engine.options.commandTimeout, '').catch(
+        () => undefined,
+      ),
+    ),
+  );
 }
 
 function elapsed(since: number): number {
