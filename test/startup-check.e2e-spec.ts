@@ -144,6 +144,23 @@ describe('a healthy Redis', () => {
   });
 });
 
+describe('Redlock', () => {
+  it('names every node, warns about one that is down, and still reports the quorum answered', async () => {
+    const second = await startRedis();
+    const nodes = [server.url, second.url, refusedUrl];
+    const { logs, error } = await boot({ redlock: { nodes } });
+    expect(error).toBeUndefined();
+    const lines = logs.of('log', /answered/);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/Redlock over 3 nodes/);
+    for (const url of nodes) expect(lines[0]).toContain(new URL(url).host);
+    const warnings = logs.of('warn', refusedAddress);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/refused/);
+    await second.stop();
+  });
+});
+
 describe('nothing listening (connection refused)', () => {
   const commandTimeout = 4_000;
 

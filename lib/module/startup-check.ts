@@ -167,11 +167,13 @@ async function probeLockCommands(
 async function forgetProbe(engine: LockEngine): Promise<void> {
   const { fence, queue, waiters } = engine.keysOf(PROBE_KEY);
   await Promise.all(
-    engine.connections.nodes.map((node) =>
-      within(node.client.del(fence, queue, waiters), engine.options.commandTimeout, '').catch(
-        () => undefined,
-      ),
-    ),
+    engine.connections.nodes.map((node) => {
+      // A Redlock node that never came up is skipped at once, not waited for.
+      const command = new ConnectionWatch([node], 1, node.address).guard(
+        node.client.del(fence, queue, waiters),
+      );
+      return within(command, engine.options.commandTimeout, '').catch(() => undefined);
+    }),
   );
 }
 
