@@ -44,6 +44,7 @@ const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   retryJitter: true,
   maxKeyLength: true,
   commandTimeout: true,
+  fenceRetention: true,
   startupCheck: true,
   onBusy: true,
   onLost: true,
