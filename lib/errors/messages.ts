@@ -63,6 +63,9 @@ export const messages = {
   startupFailed: (problem: string) =>
     `Startup check: ${problem} Lock calls fail until this is fixed; set ` +
     "`startupCheck: 'fail'` to stop the application from starting instead.",
+  startupNodeDown: (problem: string) =>
+    `Startup check: ${problem} Locks need a majority of the Redlock nodes; this one counts as a ` +
+    '"no" until it answers.',
   evictingPolicy: (address: string, policy: string) =>
     `Redis ${address} has maxmemory-policy ${policy}: under memory pressure it may evict lock ` +
     'keys (each has a TTL) and let a second holder in. Set maxmemory-policy to noeviction.',

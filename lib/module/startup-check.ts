@@ -60,15 +60,13 @@ export async function checkRedis(engine: LockEngine): Promise<CheckResult> {
     ),
   );
   const nodeErrors = answers.filter((answer) => answer instanceof RedisLockError);
-  if (connections.nodes.length > 1) {
-    // Redlock: a node down is worth a warning even while the others make a quorum.
-    for (const error of nodeErrors) warnings.push(messages.startupFailed(error.message));
-  }
   const down = connections.unavailable();
   if (down) return { warnings, problem: down };
   if (nodeErrors.length > connections.nodes.length - connections.quorum) {
     return { warnings, problem: nodeErrors[0] };
   }
+  // Redlock: a node down is worth a warning even while the others make a quorum.
+  for (const error of nodeErrors) warnings.push(messages.startupNodeDown(error.message));
 
   const probe = await probeLockCommands(engine, Math.ceil(Math.max(1, timeout - elapsed(started))));
   if (probe) {

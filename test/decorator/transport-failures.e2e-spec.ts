@@ -116,9 +116,11 @@ const expected = {
     error: 'LockNotAcquiredError',
   },
   badKey: { http: { status: 400 }, sse: { status: 400 }, error: 'LockKeyError' },
+  // A Redis that has refused every connection since startup fails the call at once, before the
+  // stream opens: the SSE client gets the status, as for a bad key.
   unreachable: {
     http: { status: 503 },
-    sse: { event: 'error', text: 'Redis' },
+    sse: { status: 503 },
     error: 'RedisUnavailableError',
   },
 } as const;
