@@ -204,7 +204,7 @@ describe('app.close() with a @Locked provider method running', () => {
   class JobsController {
     @Post(':id')
     @Locked('job:<id>')
-    start(@Param('id') id: string): string {
+    async start(@Param('id') id: string): Promise<string> {
       return id;
     }
   }

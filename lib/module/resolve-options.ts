@@ -45,6 +45,7 @@ const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   maxKeyLength: true,
   commandTimeout: true,
   fenceRetention: true,
+  shutdownGrace: true,
   startupCheck: true,
   onBusy: true,
   onLost: true,
