@@ -124,6 +124,8 @@ describe('bad options', () => {
     ['wait', -1],
     ['commandTimeout', 0],
     ['prefix', ''],
+    ['startupCheck', 'loud'],
+    ['startupCheck', true],
   ])('rejects %s = %p at construction with RedisLockConfigError', (name, value) => {
     expect(() => new LockService({ redis: server.url, [name]: value })).toThrow(
       RedisLockConfigError,
