@@ -26,6 +26,7 @@ export const LOCKED_OPTION_NAMES: OptionNames<LockedOptions> = {
   ttl: true,
   wait: true,
   renew: true,
+  maxHold: true,
   onBusy: true,
   onLost: true,
   reentrant: true,

@@ -46,6 +46,7 @@ const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   commandTimeout: true,
   fenceRetention: true,
   shutdownGrace: true,
+  maxHold: true,
   startupCheck: true,
   onBusy: true,
   onLost: true,

@@ -136,6 +136,7 @@ async function probeLockCommands(
       key: PROBE_KEY,
       ttl: Math.max(1_000, 2 * timeout),
       wait: 0,
+      maxHold: Infinity,
       renew: false,
       signal: AbortSignal.timeout(timeout),
     });
