@@ -3,6 +3,7 @@ export { RedisLockModule } from './module/redis-lock.module';
 export { REDIS_LOCK_OPTIONS } from './module/redis-lock.module-definition';
 export type {
   ClusterConnectionOptions,
+  LockErrorDetails,
   LockExceptionFactory,
   LockFailure,
   OnBusyPolicy,

@@ -122,10 +122,8 @@ export const messages = {
     `@Locked() on event handler ${where} (${pattern}) has \`wait: 0\`: an event that arrives while ` +
     'another one on the same key runs is dropped (and logged). Set `@Locked(key, { wait })` so ' +
     "events on one key run one after another, or `onBusy: 'skip'` to drop duplicates on purpose.",
-  rpcLockFailure: (pattern: unknown, reason: string) =>
-    `Microservice handler${pattern === undefined ? '' : ` for ${JSON.stringify(pattern)}`} failed: ` +
-    `${reason} A message's caller receives it as LockTransportError data; an event's caller ` +
-    'receives nothing.',
+  rpcHandler: (pattern: unknown) =>
+    `Microservice handler${pattern === undefined ? '' : ` for ${JSON.stringify(pattern)}`}`,
   failedAfterResponseStarted: (reason: string) =>
     `${reason} The response had already started (a @Res() handler wrote to it), so no error ` +
     'status could be sent: it was ended as it was. Take locks before writing to the response.',
@@ -151,3 +149,20 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   return typeof value;
 }
+
+/**
+ * What callers are told about a lock failure by default (`errorDetails: 'safe'`): nothing about
+ * the request, the key or Redis, and no advice meant for developers — that goes to the log.
+ */
+export const publicMessages = {
+  busy: () => 'Another request is working on the same resource. Try again shortly.',
+  badRequest: () => 'The request is missing a value this operation needs, or a value is invalid.',
+  unavailable: () => 'The service is temporarily unavailable. Try again later.',
+  outcomeUnknown: () =>
+    'The request was processed, but its outcome could not be confirmed. Check the result before ' +
+    'repeating it.',
+};
+
+/** The log line that keeps what a lock failure's answer leaves out. */
+export const failureAnswered = (where: string, answer: string, error: Error): string =>
+  `${where} answered ${answer}: ${error.name}: ${error.message}`;

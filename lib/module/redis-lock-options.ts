@@ -198,12 +198,28 @@ export interface RedisLockModuleOptions {
    */
   busyStatus?: number;
   /**
-   * Builds the exception for a lock failure on an HTTP route. The default sends `busyStatus`
-   * (409) with `Retry-After` for a busy lock, 400 for a bad key, and 503 for a lost lock or an
-   * unreachable Redis.
+   * Builds the exception for a lock failure on an HTTP route, instead of the default answer:
+   * `busyStatus` (409) with `Retry-After` for a busy lock, 400 for a bad key, 503 when Redis is
+   * out of reach or refuses the command, 500 for a lock lost while the work ran. Its bodies are
+   * yours: the error it receives carries the key and Redis' reply, so leave them out of what
+   * clients see unless `errorDetails: 'detailed'` is what you want.
    */
   exceptionFactory?: LockExceptionFactory;
+  /**
+   * What callers are told about a lock failure — HTTP bodies, and `LockTransportError` data for
+   * microservice and WebSocket callers. `'safe'`: Nest's shape (`statusCode`, `error`, `message`)
+   * with a generic message, and the class name on transports; never the key (keys often hold
+   * e-mails or user ids), a Redis reply or advice meant for developers. `'detailed'`: also the
+   * error's own message, the key and when to retry — for development or trusted callers. Either
+   * way the detail is logged (context `RedisLock`) and the status is the same; an
+   * `exceptionFactory` decides HTTP bodies itself.
+   * @default 'safe'
+   */
+  errorDetails?: LockErrorDetails;
 }
+
+/** How much a lock failure's answer tells the caller: see `errorDetails`. */
+export type LockErrorDetails = 'safe' | 'detailed';
 
 /** Options with every default filled in and validated. */
 export type ResolvedRedisLockOptions = Required<Omit<RedisLockModuleOptions, OptionalFeature>> &

@@ -29,6 +29,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   busyStatus: 409,
   fair: false,
   fenceRetention: 60_000,
+  errorDetails: 'safe',
 };
 
 /** Every option name, in the order the "valid options" hint lists them. */
@@ -135,6 +136,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
       messages.badOption('busyStatus', resolved.busyStatus, 'an HTTP error status (400-599)'),
     );
   }
+  assertOneOf('errorDetails', resolved.errorDetails, ['safe', 'detailed']);
   if (resolved.exceptionFactory !== undefined && typeof resolved.exceptionFactory !== 'function') {
     throw new RedisLockConfigError(
       messages.badOption('exceptionFactory', resolved.exceptionFactory, 'a function'),

@@ -78,9 +78,13 @@ describe('a busy lock, by default', () => {
   });
 
   it('SSE stream whose headers went out first: the error event carries the generic message', async () => {
+    lines.length = 0;
     const answer = await subject.http('GET', `/t/events?id=${EMAIL}`);
     expect(answer.status).toBe(200);
     expect(sseError(answer.body)).toBe(BUSY);
+    expect(lines.filter((line) => line.includes(`sse:${EMAIL}`))).toEqual([
+      expect.stringMatching(/^debug: HttpRoutes\.events answered with an error event/),
+    ]);
   });
 });
 
