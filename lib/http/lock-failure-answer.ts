@@ -64,9 +64,11 @@ export function handlerName(host: ArgumentsHost): string {
   if (typeof type === 'function' && typeof handler === 'function') {
     return `${type.name}.${handler.name}`;
   }
-  if (host.getType() !== 'http') return 'A gateway handler';
+  const kind = host.getType();
+  if (kind !== 'http') return kind === 'ws' ? 'A gateway handler' : 'A microservice handler';
   const request = host.switchToHttp().getRequest<RouteOfRequest>();
-  // Express keeps the matched route on `route`, Fastify on `routeOptions` (`routerPath` before v4.10).
+  // Express keeps the matched route on `route`, Fastify on `routeOptions` (before 4.10,
+  // `routerPath`).
   const route = request.route?.path ?? request.routeOptions?.url ?? request.routerPath;
   return `${request.method ?? 'A'} ${typeof route === 'string' ? route : 'request'}`;
 }
