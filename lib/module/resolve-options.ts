@@ -54,6 +54,7 @@ const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   reentrant: true,
   busyStatus: true,
   exceptionFactory: true,
+  errorDetails: true,
 };
 const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = { nodes: true, options: true };
 const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
