@@ -111,6 +111,9 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
     if (redlock.driftFactor !== undefined) {
       assertNonNegative('redlock.driftFactor', redlock.driftFactor);
     }
+    if (redlock.restartGrace !== undefined) {
+      assertNonNegative('redlock.restartGrace', redlock.restartGrace);
+    }
   }
   if (replicaAck) {
     if (cluster || redlock) {
@@ -124,6 +127,12 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
       );
     }
     assertPositive('replicaAck.timeout', replicaAck.timeout);
+    // WAIT takes whole milliseconds: a fraction would fail every grant, not the startup.
+    if (!Number.isInteger(replicaAck.timeout)) {
+      throw new RedisLockConfigError(
+        messages.badOption('replicaAck.timeout', replicaAck.timeout, 'an integer number of ms'),
+      );
+    }
   }
 }
 
