@@ -45,12 +45,14 @@ export class RedlockBackend implements LockBackend {
     const granted = replies.filter((grant): grant is NodeGrant => (grant?.reply ?? 0) > 0);
     const votes = granted.filter((grant) => grant.votes).length;
     let late = 0;
+    let unfenced = false;
     if (votes >= this.quorum) {
       const fence = Math.max(...granted.map((grant) => grant.reply));
       const raised = await this.raiseFences(keys, token, fence, replies);
       const elapsed = performance.now() - started;
       if (raised >= this.quorum && ttl - elapsed - this.drift(ttl) > 0) return fence;
-      late = raised >= this.quorum ? Math.ceil(elapsed) : 0;
+      unfenced = raised < this.quorum;
+      late = unfenced ? 0 : Math.ceil(elapsed);
     }
 
     // No quorum (or no time left): undo the partial grant everywhere, answered or not.
@@ -65,6 +67,7 @@ export class RedlockBackend implements LockBackend {
       refused: busy.length,
       unanswered: replies.filter((grant) => grant === undefined).length,
       late,
+      unfenced,
     };
     throw new RedisUnavailableError(
       messages.redlockNoQuorum(keys.lock, this.nodes.length, this.quorum, tally),

@@ -71,6 +71,7 @@ export const messages = {
     (tally.refused ? `; ${tally.refused} hold it for someone else` : '') +
     (tally.unanswered ? `; ${tally.unanswered} did not answer within nodeTimeout` : '') +
     (tally.late ? `; the grant took ${tally.late} ms of its ttl, leaving no time to hold it` : '') +
+    (tally.unfenced ? '; too few of them confirmed its fence afterwards' : '') +
     '. Check that a majority of the nodes is reachable and fast, and that ttl is well above ' +
     'nodeTimeout; a node that just started votes once restartGrace has passed.',
   redlockTtlTooShort: (ttl: number, nodeTimeout: number, drift: number) =>
@@ -132,6 +133,8 @@ export interface RedlockTally {
   unanswered: number;
   /** Ms the grant took when a quorum granted but no validity was left, else 0. */
   late: number;
+  /** A quorum granted, but fewer than a quorum confirmed the fence write-back. */
+  unfenced: boolean;
 }
 
 function describe(value: unknown): string {

@@ -82,7 +82,7 @@ describe('Redlock across node restarts', () => {
     const [a, , c] = clients;
     const key = 'restart-vote';
     // Another holder's stale key on C runs out while H holds the lock on A and B.
-    await c.set(keyOf(key), 'stale', 'PX', 300);
+    await c.set(keyOf(key), 'stale', 'PX', 800);
     const holder = await redlockService().acquire(key, { ttl: 10_000, renew: false });
     expect(await valuesOn(key)).toEqual([holder.token, holder.token, 'stale']);
     await waitFor(async () => (await c.exists(keyOf(key))) === 0, 2_000);
