@@ -3,6 +3,7 @@ import { monotonicNow } from '../engine/clock';
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { RedisClient, RedisCommander } from '../redis/redis-client';
+import { finalReplyErrorCode } from '../redis/reply-error';
 import { raiseFenceScript } from '../scripts/raise-fence.script';
 import { redlockRenewScript } from '../scripts/redlock-renew.script';
 import type { RenewableLease } from './lock-backend';
@@ -100,9 +101,9 @@ export class RedlockNode {
         );
       },
       (error: unknown) => {
-        // A user without +info cannot tell restarts; anything else is a dropped link, and the
-        // next connection asks again.
-        if (!String(error).includes('NOPERM')) return;
+        // Refused for good (no +info in the ACL, a renamed command): restarts cannot be told, so
+        // say so and let the node vote. Anything else is a dropped link: the next one asks again.
+        if (finalReplyErrorCode(error) === undefined) return;
         this.logger.warn(messages.redlockNoInfo(String(error)));
         this.known(-Infinity);
       },

@@ -139,6 +139,34 @@ describe('Redlock across node restarts', () => {
   });
 });
 
+describe('Redlock without INFO', () => {
+  it('warns, and lets the nodes vote, when the Redis user may not run INFO', async () => {
+    await Promise.all(
+      nodes.map((node) =>
+        nodeCommand(
+          node.port,
+          'ACL',
+          'SETUSER',
+          'no-info',
+          'on',
+          'nopass',
+          '~*',
+          '&*',
+          '+@all',
+          '-info',
+        ),
+      ),
+    );
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    warn.mockClear();
+    const urls = nodes.map((node) => `redis://no-info@127.0.0.1:${node.port}`);
+    const locks = services.create({ redlock: { nodes: urls, nodeTimeout: 200, restartGrace } });
+    const lock = await locks.acquire('no-info');
+    expect(await lock.release()).toBe(true);
+    expect(warn.mock.calls.map(([message]) => String(message)).join('\n')).toMatch(/\+info/);
+  });
+});
+
 describe('Redlock fences', () => {
   const fenceOn = async (i: number, key: string): Promise<number> =>
     Number(await clients[i].get(`${keyOf(key)}:fence`));
