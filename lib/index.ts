@@ -11,6 +11,7 @@ export type {
   RedlockOptions,
   ReplicaAckOptions,
   ResolvedRedisLockOptions,
+  StartupCheckMode,
 } from './module/redis-lock-options';
 export {
   LockService,
@@ -19,7 +20,13 @@ export {
   type WithLockOptions,
 } from './lock.service';
 export type { LockHandle } from './engine/lock-handle';
-export { Locked, type LockedOptions, type LockKeyFactory } from './decorator/locked.decorator';
+export {
+  Locked,
+  type LockableMethod,
+  type LockedMethodDecorator,
+  type LockedOptions,
+  type LockKeyFactory,
+} from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
 export type { LockSkippedAck } from './decorator/locked-response';
 export { LockExceptionFilter } from './http/lock-exception.filter';
@@ -30,6 +37,7 @@ export {
   LockKeyError,
   LockLostError,
   LockNotAcquiredError,
+  LockServiceClosedError,
   RedisCommandError,
   RedisLockConfigError,
   RedisLockError,

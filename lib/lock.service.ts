@@ -1,4 +1,8 @@
-import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Injectable,
+  type BeforeApplicationShutdown,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import type { LockHandle } from './engine/lock-handle';
 import { LockEngine } from './engine/lock-engine';
 import type { LockLostError } from './errors/lock-lost.error';
@@ -10,7 +14,12 @@ import type {
   RedisLockModuleOptions,
   ResolvedRedisLockOptions,
 } from './module/redis-lock-options';
-import { assertNonNegative, assertPositive, resolveOptions } from './module/resolve-options';
+import {
+  assertMaxHold,
+  assertNonNegative,
+  assertPositive,
+  resolveOptions,
+} from './module/resolve-options';
 
 /** Options of one `acquire` / `tryAcquire` call; unset fields take the module defaults. */
 export interface AcquireOptions {
@@ -18,6 +27,12 @@ export interface AcquireOptions {
   ttl?: number;
   /** Wait budget in ms when the lock is busy, on a monotonic clock; 0 = fail at once. */
   wait?: number;
+  /**
+   * Longest time in ms this lock may be held (from when it is granted); then it is released and
+   * its signal aborts with `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
+   * @default the module's `maxHold` (Infinity)
+   */
+  maxHold?: number;
   /** Cancels the wait; the call rejects with `signal.reason`, and a late grant is released. */
   signal?: AbortSignal;
   /**
@@ -44,7 +59,7 @@ export type LockLostListener = (error: LockLostError, lock: LockHandle) => void;
  * `new LockService({ redis: 'redis://…' })` (then call `close()` when done).
  */
 @Injectable()
-export class LockService implements OnApplicationShutdown {
+export class LockService implements BeforeApplicationShutdown, OnApplicationShutdown {
   /** The engine; not part of the public API. @internal */
   readonly engine: LockEngine;
 
@@ -140,12 +155,28 @@ export class LockService implements OnApplicationShutdown {
     return this;
   }
 
-  /** Stops renewal, releases held locks, closes the connections this service opened. */
+  /**
+   * Shuts down: refuses new acquires at once (`LockServiceClosedError`), waits up to
+   * `shutdownGrace` ms for held locks to be released by their work (still renewing them), aborts
+   * the signal of each lock still held (`LockLostError`, reason `'shutdown'`, and a `'lost'`
+   * event) and only then releases it, and finally closes the connections this service opened.
+   * Idempotent: every call returns the same promise.
+   */
   close(): Promise<void> {
     return this.engine.close();
   }
 
-  /** @internal */
+  /**
+   * Nest runs this after every `onModuleDestroy`, before the HTTP server stops and before any
+   * `onApplicationShutdown` (where clients such as TypeORM's close): held locks are drained here,
+   * while the work holding them can still use those clients.
+   * @internal
+   */
+  beforeApplicationShutdown(): Promise<void> {
+    return this.engine.drain();
+  }
+
+  /** Closes the connections last, after the drain. @internal */
   onApplicationShutdown(): Promise<void> {
     return this.close();
   }
@@ -154,8 +185,10 @@ export class LockService implements OnApplicationShutdown {
     assertLockKey(key, this.options.maxKeyLength);
     const ttl = options.ttl ?? this.options.ttl;
     const wait = options.wait ?? this.options.wait;
+    const maxHold = options.maxHold ?? this.options.maxHold;
     assertPositive('ttl', ttl);
     assertNonNegative('wait', wait);
-    return { key, ttl, wait, renew: options.renew ?? true, signal: options.signal };
+    assertMaxHold('maxHold', maxHold);
+    return { key, ttl, wait, maxHold, renew: options.renew ?? true, signal: options.signal };
   }
 }

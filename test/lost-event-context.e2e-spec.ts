@@ -53,3 +53,31 @@ it("runs 'lost' listeners outside the context of the request that armed the watc
   expect(seen).toEqual([{ lost: 'job-of-b', currentLock: undefined, requestId: undefined }]);
   expect(await jobOfB.release()).toBe(false);
 });
+
+it("aborts a lost lock's signal outside the context of the request that armed the watchdog", async () => {
+  const requests = services.create();
+  const jobs = services.create({ ttl: 600 }); // a fresh watchdog: its first acquire arms its timer
+  const seen: Omit<Seen, 'lost'>[] = [];
+
+  const gate = new Gate();
+  let jobOfA: LockHandle | undefined;
+  const requestA = requestScope.run({ requestId: 'A' }, () =>
+    requests.withLock('signal-request-a', async () => {
+      jobOfA = await jobs.acquire('signal-job-of-a');
+      await gate.opened;
+      await jobOfA.release();
+    }),
+  );
+  await waitFor(() => jobOfA !== undefined);
+
+  const jobOfB = await requestScope.run({ requestId: 'B' }, () => jobs.acquire('signal-job-of-b'));
+  jobOfB.signal.addEventListener('abort', () =>
+    seen.push({ currentLock: currentLock()?.key, requestId: requestScope.getStore()?.requestId }),
+  );
+  await redis.del(keyOf('signal-job-of-b'));
+  await waitFor(() => seen.length > 0, 5_000);
+  gate.release();
+  await requestA;
+
+  expect(seen).toEqual([{ currentLock: undefined, requestId: undefined }]);
+});

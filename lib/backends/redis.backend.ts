@@ -1,3 +1,4 @@
+import type { Cluster } from 'ioredis';
 import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
@@ -8,6 +9,7 @@ import {
   type RedisCommander,
   type RedisConnection,
 } from '../redis/redis-client';
+import { detectClusterPubSubMode, publishCommand, type PubSubMode } from '../redis/pubsub-mode';
 import { createReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { clockDrift } from '../engine/clock';
@@ -37,28 +39,43 @@ export interface ReplicaAckOptions {
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements LockBackend {
   private readonly client: RedisClient & RedisCommander;
-  /** Sharded pub/sub on a Cluster keeps release messages on the lock's own shard. */
-  private readonly publish: 'PUBLISH' | 'SPUBLISH';
+  /**
+   * The command releases publish with: `PUBLISH` on one Redis; on a Cluster `SPUBLISH` (sharded
+   * pub/sub keeps a release message on the lock's own shard) when every node has it, else
+   * `PUBLISH` — found by asking the nodes at startup, see `pubSubMode()`. Until they answered,
+   * `PUBLISH`, which every server has: a release never waits for (or fails on) that check; a
+   * waiter it does not reach wakes at its fallback timer.
+   */
+  private publish: 'PUBLISH' | 'SPUBLISH' = 'PUBLISH';
+  private mode?: PubSubMode;
+  private detecting?: Promise<PubSubMode>;
   private readonly cluster: boolean;
   /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
   private resets = 0;
 
   constructor(
     private readonly connection: RedisConnection,
-    /** Bound (ms) on QUIT at close: a silent link never answers it. */
+    /** Bound (ms) on QUIT at close, and on each node's answer to the Cluster's startup check. */
     private readonly closeTimeout: number,
+    /** How long (ms) a fence counter outlives its lock's lease (`fenceRetention`). */
+    private readonly fenceRetention: number,
     private readonly replicaAck?: ReplicaAckOptions,
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
     this.cluster = isClusterClient(connection.client);
-    this.publish = this.cluster ? 'SPUBLISH' : 'PUBLISH';
+    if (this.cluster) this.pubSubMode().catch(() => undefined);
+    else this.mode = 'classic';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
     connection.client.on('close', () => this.resets++);
   }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
-    const sent = acquireScript.run(this.client, [keys.lock, keys.fence], [token, ttl]);
+    const sent = acquireScript.run(
+      this.client,
+      [keys.lock, keys.fence],
+      [token, ttl, this.fenceRetention],
+    );
     if (!this.replicaAck) return sent.then(Number);
     return sent.then(async (reply) => {
       const fence = Number(reply);
@@ -68,7 +85,8 @@ export class RedisBackend implements LockBackend {
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    return (await extendScript.run(this.client, [keys.lock], [token, ms])) === 1;
+    const keysOf = [keys.lock, keys.fence];
+    return (await extendScript.run(this.client, keysOf, [token, ms, this.fenceRetention])) === 1;
   }
 
   async renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
@@ -115,7 +133,7 @@ export class RedisBackend implements LockBackend {
     const reply = await fairAcquireScript.run(
       this.client,
       [keys.lock, keys.fence, keys.queue, keys.waiters],
-      [token, ttl, queue ? '1' : '0', waiterTtl],
+      [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention],
     );
     if (!Array.isArray(reply)) return { granted: Number(reply) };
     const [first, second] = reply.map(Number);
@@ -128,7 +146,7 @@ export class RedisBackend implements LockBackend {
       (await fairReleaseScript.run(
         this.client,
         [keys.lock, keys.fence, keys.queue, keys.waiters, keys.channel],
-        [token, this.publish],
+        [token, this.publish, this.fenceRetention],
       )) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {
@@ -148,7 +166,7 @@ export class RedisBackend implements LockBackend {
   }
 
   createPubSub(): ReleasePubSub {
-    return createReleasePubSub(this.connection.client);
+    return createReleasePubSub(this.connection.client, () => this.pubSubMode());
   }
 
   drift(ttl: number): number {
@@ -159,11 +177,32 @@ export class RedisBackend implements LockBackend {
     if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
   }
 
+  /**
+   * The pub/sub mode, asked of the Cluster's nodes once (started by the constructor); one Redis is
+   * always 'classic'. A failed attempt (nodes unreachable) is forgotten, so the next call asks again.
+   */
+  private pubSubMode(): Promise<PubSubMode> {
+    if (this.mode) return Promise.resolve(this.mode);
+    const cluster = this.connection.client as Cluster;
+    this.detecting ??= detectClusterPubSubMode(cluster, this.closeTimeout).then(
+      (mode) => {
+        this.mode = mode;
+        this.publish = publishCommand(mode);
+        return mode;
+      },
+      (error: unknown) => {
+        this.detecting = undefined;
+        throw error;
+      },
+    );
+    return this.detecting;
+  }
+
   private async renewBatch(leases: readonly RenewableLease[]): Promise<boolean[]> {
     const keys: string[] = [];
-    const args: (string | number)[] = [];
+    const args: (string | number)[] = [this.fenceRetention];
     for (const lease of leases) {
-      keys.push(lease.redisKeys.lock);
+      keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
       args.push(lease.token, Math.ceil(lease.lease));
     }
     const replies = (await renewManyScript.run(this.client, keys, args)) as number[];

@@ -43,6 +43,8 @@ export class RedlockNode {
     readonly backend: RedisBackend,
     private readonly client: RedisClient,
     private readonly restartGrace: number,
+    /** How long (ms) a fence counter outlives its lease (`fenceRetention`). */
+    private readonly fenceRetention: number,
   ) {
     if (restartGrace <= 0) return;
     this.unknown();
@@ -75,7 +77,7 @@ export class RedlockNode {
 
   private async renewBatch(leases: readonly RenewableLease[]): Promise<NodeRenewal[]> {
     const keys: string[] = [];
-    const args: string[] = [];
+    const args: string[] = [String(this.fenceRetention)];
     for (const lease of leases) {
       keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
       args.push(lease.token, String(Math.ceil(lease.lease)), String(lease.fence));

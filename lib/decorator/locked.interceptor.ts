@@ -28,6 +28,9 @@ import {
 } from './locked-response';
 import { getLockedSpec, keyFromContext, type LockedSpec } from './locked-spec';
 
+/** What `@Sse()` stores on a handler (the key `@nestjs/common` uses; no deep import, for ESM builds). */
+const SSE_METADATA = '__sse__';
+
 /**
  * Takes the lock of a `@Locked` route before the handler runs (and before its pipes), keyed from
  * the request, and holds it until the work for the call is done: the handler's promise settled
@@ -104,7 +107,8 @@ export class LockedInterceptor implements NestInterceptor {
   /**
    * The answer of a call skipped as busy: `undefined` (an empty 200/201), a 204 sent for a route
    * that answers by itself (`@Res()`), `{ status: 'skipped' }` as a gateway's acknowledgement, or
-   * an empty stream for Observable routes.
+   * an empty stream for `@Sse()` routes (told by their metadata, not by a return type the
+   * compiler may not have recorded) and other Observable handlers.
    */
   private answerSkipped(
     context: ExecutionContext,
@@ -123,7 +127,8 @@ export class LockedInterceptor implements NestInterceptor {
       this.replyNoContent(context.switchToHttp().getResponse<unknown>());
       return of(undefined);
     }
-    return spec.returnsObservable ? EMPTY : of(undefined);
+    const streams = Reflect.getMetadata(SSE_METADATA, context.getHandler()) === true;
+    return streams || spec.returnsObservable ? EMPTY : of(undefined);
   }
 
   private replyNoContent(response: unknown): void {

@@ -1,11 +1,97 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
+/** Where time comes from. Replaced only by tests (`useClockSource`), to simulate a suspended host. */
+export interface ClockSource {
+  /** Monotonic ms (`performance.now()`): never steps, but stops while the host is suspended. */
+  monotonic(): number;
+  /** Wall-clock ms (`Date.now()`): catches up after a suspension, and can be stepped either way. */
+  wall(): number;
+}
+
+const systemClock: ClockSource = { monotonic: () => performance.now(), wall: () => Date.now() };
+let source = systemClock;
+
 /**
  * Monotonic milliseconds. Lease deadlines are kept on this clock, never `Date.now()`, so a wall
- * clock step (NTP, a VM resume, a user changing the time) cannot stretch or shrink a lease.
+ * clock step (NTP, a user changing the time) cannot stretch a lease. Each reading also watches
+ * the wall clock for a jump ahead (see `suspendedSince`).
  */
-export const monotonicNow = (): number => performance.now();
+export function monotonicNow(): number {
+  const now = source.monotonic();
+  watchWallClock(now);
+  return now;
+}
+
+/**
+ * A jump of the wall clock ahead of the monotonic one smaller than this is noise: `Date.now()`
+ * has whole milliseconds, and a reading can be preempted between the two clocks.
+ */
+const JUMP_TOLERANCE = 10;
+/** `Date.now() - performance.now()` at the last reading. */
+let lastOffset: number | undefined;
+/** Forward jumps seen, oldest first: when (monotonic) they were seen, and by how many ms. */
+const jumps: { at: number; ms: number }[] = [];
+const MAX_JUMPS = 64;
+
+/**
+ * The monotonic clock stops while the host is suspended (a laptop's lid, a paused VM, a restored
+ * snapshot) but Redis' clock does not; the wall clock then jumps ahead of the monotonic one by
+ * about the time that passed unseen. A step of the wall clock backwards only moves the baseline:
+ * it never gives a lease time back.
+ */
+function watchWallClock(monotonic: number): void {
+  const offset = source.wall() - monotonic;
+  if (lastOffset === undefined || offset <= lastOffset + JUMP_TOLERANCE) {
+    lastOffset = offset;
+    return;
+  }
+  // Read again, tightly, so a reading preempted between the two clocks is not taken for a jump.
+  const before = source.monotonic();
+  const wall = source.wall();
+  const after = source.monotonic();
+  if (after - before > 1) return; // preempted again: judge on a later reading
+  const confirmed = wall - (before + after) / 2;
+  if (confirmed > lastOffset + JUMP_TOLERANCE) {
+    jumps.push({ at: monotonic, ms: confirmed - lastOffset });
+    if (jumps.length > MAX_JUMPS) {
+      // Merge the oldest two, counting both from the later one: a lock may lose lease time it
+      // still had, never keep time it did not.
+      const [first, second] = jumps.splice(0, 2);
+      jumps.unshift({ at: second.at, ms: first.ms + second.ms });
+    }
+  }
+  lastOffset = confirmed;
+}
+
+/**
+ * Milliseconds of wall-clock time that passed after monotonic time `since` without the monotonic
+ * clock counting them (the host was suspended, or the wall clock was stepped ahead): time Redis
+ * saw pass, so a lease confirmed at `since` has that much less left.
+ */
+export function suspendedSince(since: number): number {
+  watchWallClock(source.monotonic());
+  let total = 0;
+  for (let i = jumps.length - 1; i >= 0 && jumps[i].at > since; i--) total += jumps[i].ms;
+  return total;
+}
+
+/**
+ * Replaces the clocks; without an argument, restores the system's. For tests only: a suspended
+ * host cannot be simulated with real time.
+ * @internal
+ */
+export function useClockSource(next: ClockSource = systemClock): void {
+  source = next;
+  lastOffset = undefined;
+  jumps.length = 0;
+}
+
+/**
+ * Longest duration Node's timers can wait (about 24.8 days): a larger one fires after 1 ms, which
+ * would turn a lease renewal or a retry into a busy loop.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Safety margin subtracted from a lease on the local clock, as Redlock does: clocks drift, and the

@@ -1,18 +1,20 @@
 import { Logger } from '@nestjs/common';
-import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import type { ConnectionWatch } from '../redis/connection-watch';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow, newToken } from './clock';
 import { FairCall } from './fair-call';
+import { neutralScope } from './neutral-scope';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
 import { Watchdog } from './watchdog';
@@ -23,16 +25,11 @@ export interface AcquireRequest {
   key: string;
   ttl: number;
   wait: number;
+  /** Longest hold in ms from the grant (`Infinity`: no bound). */
+  maxHold: number;
   renew: boolean;
   signal?: AbortSignal;
 }
-
-/**
- * The async context 'lost' listeners run in, taken when this module loads (at startup, outside any
- * request): a loss is found by a timer armed in whichever call came first, and listeners must not
- * see that call's locks or request-scoped stores as their own.
- */
-const listenerScope = new AsyncResource('RedisLockLostEvent');
 
 /** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
 export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
@@ -44,13 +41,20 @@ export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: num
  */
 export class LockEngine implements LockOperations {
   readonly events = new EventEmitter();
+  /** The connections' health: lock calls fail at once, with the cause, while they cannot work. */
+  readonly connections: ConnectionWatch;
   private readonly backend: LockBackend;
   private readonly logger = new Logger('RedisLock');
   private readonly watchdog: Watchdog;
   private readonly notifier: ReleaseNotifier;
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
+  /** Set when shutdown begins: acquires are refused from then on. */
   private closing = false;
+  private drained?: Promise<void>;
+  private closed?: Promise<void>;
+  /** During the shutdown grace: ends the wait once the last held lock is released or lost. */
+  private whenIdle?: () => void;
   /**
    * Acquire calls in progress, and clean-ups not yet answered — the release of a grant that came
    * too late, a fair-mode queue leave — which close() waits for before it closes the connection,
@@ -68,7 +72,7 @@ export class LockEngine implements LockOperations {
 
   constructor(readonly options: ResolvedRedisLockOptions) {
     this.waiterTtl = Math.ceil(Math.max(1_000, 2 * options.commandTimeout));
-    this.backend = createBackend(options);
+    ({ backend: this.backend, connections: this.connections } = createBackend(options));
     this.watchdog = new Watchdog((locks) => this.renewLeases(locks), this.logger);
     this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
   }
@@ -101,13 +105,15 @@ export class LockEngine implements LockOperations {
     const fair = this.options.fair ? new FairCall(newToken(), started) : undefined;
     let unavailable: RedisUnavailableError | undefined;
     let failures = 0;
-    const tryOnce = async (queue: boolean): Promise<HeldLock | number> => {
+    const tryOnce = async (step: () => Promise<HeldLock | number>): Promise<HeldLock | number> => {
       try {
-        const outcome = await this.attempt(request, keys, fair, queue);
+        const outcome = await step();
         unavailable = undefined;
         return outcome;
       } catch (error) {
         if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
+        // Never connected, or turned away for good (credentials): waiting will not help.
+        if (this.connections.unavailable()) throw error;
         unavailable = error;
         return Math.min(50 * 2 ** failures++, 1_000);
       }
@@ -115,7 +121,7 @@ export class LockEngine implements LockOperations {
     /** Fair mode: leave the queue on the way out, unless we hold the lock or never queued. */
     let leave = fair !== undefined;
     try {
-      const first = await tryOnce(false);
+      const first = await tryOnce(() => this.attempt(request, keys, fair, false));
       if (typeof first !== 'number') {
         leave = false;
         return { lock: first };
@@ -137,7 +143,7 @@ export class LockEngine implements LockOperations {
       try {
         let busyFor = first;
         for (;;) {
-          const outcome = await tryOnce(true);
+          const outcome = await tryOnce(() => this.attempt(request, keys, fair, true));
           if (typeof outcome !== 'number') {
             leave = false;
             return { lock: outcome };
@@ -156,8 +162,13 @@ export class LockEngine implements LockOperations {
             granted = fair?.takeGrant(waiter);
           }
           if (granted !== undefined) {
-            leave = false;
-            return { lock: await this.handedOver(request, keys, fair!, granted) };
+            // Redis out of reach while taking it on: the next try finds the lock ours and takes
+            // it on again; a call that gives up leaves the queue, which frees it.
+            const adopted = await tryOnce(() => this.handedOver(request, keys, fair!, granted));
+            if (typeof adopted !== 'number') {
+              leave = false;
+              return { lock: adopted };
+            }
           }
         }
       } catch (error) {
@@ -230,6 +241,7 @@ export class LockEngine implements LockOperations {
   untrack(lock: HeldLock): void {
     this.held.delete(lock);
     this.watchdog.remove(lock);
+    if (this.held.size === 0) this.whenIdle?.();
   }
 
   drift(ttl: number): number {
@@ -239,7 +251,7 @@ export class LockEngine implements LockOperations {
   reportLost(lock: HeldLock, error: LockLostError): void {
     this.logger.warn(error.message);
     try {
-      listenerScope.runInAsyncScope(() => this.events.emit('lost', error, lock));
+      neutralScope.runInAsyncScope(() => this.events.emit('lost', error, lock));
     } catch (listenerError) {
       // A throwing listener must not stop the watchdog's tick (nor become an uncaught exception).
       this.logger.error(`A 'lost' listener threw: ${String(listenerError)}`);
@@ -251,21 +263,44 @@ export class LockEngine implements LockOperations {
   }
 
   /**
-   * Stops renewal, releases what is still held (bounded), lets waiting calls find out and leave
-   * (fair mode: their queue entries too, and a hand-off that reached them), then closes what we
-   * opened.
+   * Shutdown, first half: refuses new acquires and ends waiting ones (fair mode: their queue
+   * entries too, and a hand-off that reached them); waits up to `shutdownGrace` for held locks to
+   * be released by their work, renewing them meanwhile; then aborts what is still held (reason
+   * `'shutdown'`, a `'lost'` event) and only then releases it, so no other holder gets in while
+   * work still believes it holds a lock. Every Redis command in it is bounded.
    */
-  async close(): Promise<void> {
-    if (this.closing) return;
+  drain(): Promise<void> {
+    return (this.drained ??= this.drainOnce());
+  }
+
+  /** Shutdown: `drain()`, then closes what we opened. */
+  close(): Promise<void> {
+    return (this.closed ??= this.drain().then(async () => {
+      await this.notifier.close();
+      await this.backend.close();
+    }));
+  }
+
+  private async drainOnce(): Promise<void> {
     this.closing = true;
-    const held = [...this.held];
-    this.watchdog.stop();
-    await Promise.allSettled(held.map((lock) => lock.release()));
     this.notifier.wakeAll();
+    if (this.held.size > 0 && this.options.shutdownGrace > 0) {
+      // The timer is not unref'd: a script whose last act is `await close()` must not exit
+      // before the grace ends and the locks are released.
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.whenIdle = resolve;
+        timer = setTimeout(resolve, this.options.shutdownGrace);
+      });
+      clearTimeout(timer);
+      this.whenIdle = undefined;
+    }
+    const left = [...this.held];
+    for (const lock of left) lock.lose('shutdown');
+    this.watchdog.stop();
+    await Promise.allSettled(left.map((lock) => lock.release()));
     await Promise.allSettled([...this.calls]);
     await Promise.allSettled([...this.cleanups]);
-    await this.notifier.close();
-    await this.backend.close();
   }
 
   /**
@@ -278,7 +313,9 @@ export class LockEngine implements LockOperations {
     fair: FairCall | undefined,
     queue: boolean,
   ): Promise<HeldLock | number> {
-    if (this.closing) throw new RedisLockError(messages.shuttingDown());
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
+    const down = this.connections.unavailable();
+    if (down) throw down; // not even queued: no late grant to undo
     if (fair) return this.attemptFair(request, keys, fair, queue);
     const token = newToken();
     const sentAt = monotonicNow();
@@ -298,10 +335,10 @@ export class LockEngine implements LockOperations {
     if (this.closing) {
       // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
       this.cleanUp(this.backend.release(keys, token));
-      throw new RedisLockError(messages.shuttingDown());
+      throw new LockServiceClosedError(messages.shuttingDown());
     }
     const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
-    return this.track(lock, request.renew);
+    return this.track(lock, request);
   }
 
   /**
@@ -331,7 +368,7 @@ export class LockEngine implements LockOperations {
       fair.busy(sentAt, reply.fence, queue);
       return reply.busy;
     }
-    if (this.closing) throw new RedisLockError(messages.shuttingDown()); // the call leaves
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
     if ('granted' in reply) {
       const lock = new HeldLock(
         this,
@@ -343,7 +380,7 @@ export class LockEngine implements LockOperations {
         sentAt,
         this,
       );
-      return this.track(lock, request.renew);
+      return this.track(lock, request);
     }
     // Already ours: handed over by a release whose message we missed. Its lease ends `pttl`
     // after this try ran, which was after we sent it.
@@ -372,10 +409,8 @@ export class LockEngine implements LockOperations {
     fair: FairCall,
     fence: number,
   ): Promise<HeldLock> {
-    if (this.closing) {
-      this.leaveQueue(keys, fair); // hands it on to the next in line
-      throw new RedisLockError(messages.shuttingDown());
-    }
+    // The call leaves the queue on its way out, which hands the lock on to the next in line.
+    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
     const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
     const lock = new HeldLock(
       this,
@@ -393,22 +428,27 @@ export class LockEngine implements LockOperations {
 
   /**
    * Fair mode: takes on a lock handed over with what is left of a short lease, and brings it to
-   * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension.
+   * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension. That
+   * extension runs before the lock is tracked: if it fails, no handle is left behind to report a
+   * loss of a lock nobody was given (the call retries, or leaves the queue and frees it).
    */
   private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock> {
-    this.track(lock, request.renew);
-    if (request.renew) {
-      lock.nextRenewAt = monotonicNow();
-      this.watchdog.reschedule(lock);
-    } else {
+    if (!request.renew) {
       await lock.extend(request.ttl);
+      // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.
+      if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
+      return this.track(lock, request);
     }
+    this.track(lock, request);
+    lock.nextRenewAt = monotonicNow();
+    this.watchdog.reschedule(lock);
     return lock;
   }
 
-  /** Watches a new lock: renewed when it renews, declared lost at its deadline either way. */
-  private track(lock: HeldLock, renews: boolean): HeldLock {
-    lock.renews = renews;
+  /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
+  private track(lock: HeldLock, request: AcquireRequest): HeldLock {
+    lock.renews = request.renew;
+    lock.holdUntil = monotonicNow() + request.maxHold;
     this.held.add(lock);
     this.watchdog.add(lock);
     return lock;
@@ -440,7 +480,10 @@ export class LockEngine implements LockOperations {
 
   /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */
   private cleanUp(command: Promise<unknown>, what?: string): void {
-    const done: Promise<void> = withTimeout(command, 2 * this.options.commandTimeout, 'clean-up')
+    // Guarded: a command queued on a connection that never came up must not hold close() up;
+    // if it runs later after all, the lock's TTL bounds what it leaves.
+    const guarded = this.connections.guard(command);
+    const done: Promise<void> = withTimeout(guarded, 2 * this.options.commandTimeout, 'clean-up')
       .then(
         () => undefined,
         (error: unknown) => {
@@ -453,7 +496,11 @@ export class LockEngine implements LockOperations {
 
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
   private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
-    return withTimeout(command, this.options.commandTimeout, operation).catch((error: unknown) => {
+    const guarded = this.connections.guard(command);
+    return withTimeout(guarded, this.options.commandTimeout, operation).catch((error: unknown) => {
+      // A queued command flushed with the credentials error, or timed out meanwhile: say why.
+      const down = this.connections.unavailable();
+      if (down) throw down;
       if (error instanceof RedisLockError) throw error;
       const code = finalReplyErrorCode(error);
       if (code !== undefined) {

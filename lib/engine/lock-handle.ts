@@ -1,7 +1,9 @@
 import { LockLostError, type LockLostReason } from '../errors/lock-lost.error';
+import { messages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { monotonicNow } from './clock';
+import { MAX_TIMER_MS, monotonicNow, suspendedSince } from './clock';
 
 /** A held lock, as returned by `LockService.acquire()` and passed to `withLock` callbacks. */
 export interface LockHandle {
@@ -20,15 +22,19 @@ export interface LockHandle {
   readonly signal: AbortSignal;
   /**
    * Until when the lock is ours at the latest, on the monotonic clock of `performance.now()`
-   * (not `Date.now()`): the last confirmed lease start plus the lease, minus a drift margin.
+   * (not `Date.now()`): when the last confirmed lease command was sent, plus its lease, minus a
+   * drift margin — less any time the wall clock jumped ahead since (a suspended host). Never
+   * beyond what Redis holds: while an extension is in flight it is the sooner of the two leases.
    */
   readonly validUntil: number;
-  /** True until released or lost. */
+  /** True until released or lost (its deadline or `maxHold` passed, or Redis said it is not ours). */
   readonly isHeld: boolean;
   /**
-   * Sets the lease to `ms` from now (default: the lease it was acquired with); with renewal on, the
-   * watchdog keeps renewing with the new length. Rejects with `LockLostError` when the lock is no
-   * longer ours.
+   * Sets the lease to `ms` from now (default: the lease it was acquired with; at most 2^31 − 1
+   * ms); with renewal on, the watchdog keeps renewing with the new length. Waits for a renewal in
+   * flight first, so the two reach Redis in order. Rejects with `LockLostError` when the lock is
+   * not ours any more, or was declared lost before the answer came; if it fails otherwise (Redis
+   * out of reach) the deadline is the sooner of the old lease and the requested one.
    */
   extend(ms?: number): Promise<void>;
   /**
@@ -63,10 +69,22 @@ export class HeldLock implements LockHandle {
   private released?: Promise<boolean>;
   /** Current lease length in ms; `extend(ms)` changes it. */
   lease: number;
-  validUntil: number;
-  /** Watchdog bookkeeping: when the next renewal is due, and whether one is in flight. */
+  /** The local deadline, before wall-clock jumps seen since `confirmedAt` are taken off. */
+  private deadline: number;
+  /** When the command behind `deadline` was sent: a wall-clock jump seen later shortens it. */
+  private confirmedAt: number;
+  /** The part of those jumps already taken off `deadline` and `nextRenewAt`. */
+  private jumpedOff = 0;
+  /** Watchdog bookkeeping: when the next renewal is due. */
   nextRenewAt: number;
-  renewing = false;
+  /** When `maxHold` is reached (monotonic); the engine sets it when it starts tracking the lock. */
+  holdUntil = Infinity;
+  /**
+   * The renewal or extension in flight, if any. Lease changes go out one at a time, so Redis runs
+   * them in the order they were sent and answered: a renewal of the old lease can never land
+   * after an extension and silently cut Redis' TTL below the deadline the extension set here.
+   */
+  leaseChange?: Promise<unknown>;
   /** False for `renew: false`: the watchdog only watches the deadline. */
   renews = true;
 
@@ -83,17 +101,35 @@ export class HeldLock implements LockHandle {
     readonly owner: object,
   ) {
     this.lease = lease;
-    this.validUntil = sentAt + lease - operations.drift(lease);
+    this.confirmedAt = sentAt;
+    this.deadline = sentAt + lease - operations.drift(lease);
     this.nextRenewAt = sentAt + lease / 3;
+  }
+
+  get validUntil(): number {
+    const jumped = suspendedSince(this.confirmedAt);
+    if (jumped > this.jumpedOff) {
+      // Redis saw that time pass: the lease has that much less left, and is due for renewal sooner.
+      this.deadline -= jumped - this.jumpedOff;
+      this.nextRenewAt -= jumped - this.jumpedOff;
+      this.jumpedOff = jumped;
+    }
+    return this.deadline;
+  }
+
+  /** A deadline for the lease confirmed at construction (fair mode's hand-over sets its own). */
+  set validUntil(at: number) {
+    this.deadline = at;
+    this.jumpedOff = 0;
   }
 
   /**
    * Reading the signal checks the local deadline first, so a holder that resumes after a long
-   * pause (GC, SIGSTOP, a blocked event loop) sees it aborted before its next step, even if the
-   * watchdog's timer has not fired yet.
+   * pause (GC, SIGSTOP, a blocked event loop, a suspended host) sees it aborted before its next
+   * step, even if the watchdog's timer has not fired yet.
    */
   get signal(): AbortSignal {
-    this.checkDeadline();
+    this.expireIfDue();
     if (!this.controller) {
       this.controller = new AbortController();
       if (this.lostError) this.controller.abort(this.lostError);
@@ -102,7 +138,7 @@ export class HeldLock implements LockHandle {
   }
 
   get isHeld(): boolean {
-    this.checkDeadline();
+    this.expireIfDue();
     return !this.released && !this.lostError;
   }
 
@@ -111,15 +147,26 @@ export class HeldLock implements LockHandle {
     return this.lostError;
   }
 
-  private checkDeadline(): void {
-    if (!this.released && !this.lostError && monotonicNow() > this.validUntil) {
-      this.lose('deadline');
+  /** Declares the lock lost if its deadline or its `maxHold` has passed; true when it is lost. */
+  expireIfDue(now: number = monotonicNow()): boolean {
+    if (!this.released && !this.lostError) {
+      const reason = this.expiry(now);
+      if (reason) this.lose(reason);
     }
+    return this.lostError !== undefined;
   }
 
-  /** Records a lease renewal confirmed by Redis for a command sent at `sentAt`. */
+  private expiry(now: number): LockLostReason | undefined {
+    const validUntil = this.validUntil;
+    if (now >= validUntil) return now >= validUntil + this.jumpedOff ? 'deadline' : 'clock-jump';
+    return now >= this.holdUntil ? 'max-hold' : undefined;
+  }
+
+  /** Records that Redis set the lease to `lease` by a command sent at `sentAt`. */
   renewed(sentAt: number, lease: number): void {
-    this.validUntil = Math.max(this.validUntil, sentAt + lease - this.operations.drift(lease));
+    this.confirmedAt = sentAt;
+    this.jumpedOff = 0;
+    this.deadline = sentAt + lease - this.operations.drift(lease);
     this.nextRenewAt = sentAt + lease / 3;
   }
 
@@ -131,9 +178,12 @@ export class HeldLock implements LockHandle {
     this.operations.untrack(this);
     this.controller?.abort(error);
     this.operations.reportLost(this, error);
-    if (reason === 'deadline' && this.renews && !this.released) {
+    const mayBeOurs =
+      reason === 'max-hold' || reason === 'clock-jump' || (reason === 'deadline' && this.renews);
+    if (mayBeOurs && !this.released) {
       // A renewal may still be queued (Redis out of reach): this compare-and-delete goes out on
       // the same connection after it, so a healed link cannot leave our key alive for a lease.
+      // At `maxHold`, or after a clock jump, the key may well be ours still: free it for others.
       this.released = this.operations.releaseLease(this).then(
         () => false,
         () => false,
@@ -143,20 +193,46 @@ export class HeldLock implements LockHandle {
   }
 
   async extend(ms: number = this.lease): Promise<void> {
-    if (this.lostError) throw this.lostError;
-    if (this.released)
-      throw new RedisLockError(`Lock "${this.key}" was released; acquire it again.`);
-    if (!Number.isFinite(ms) || ms <= 0) {
-      throw new RedisLockError(`extend(ms) needs a finite number of ms > 0, got ${ms}.`);
+    if (typeof ms !== 'number' || !(ms > 0 && ms <= MAX_TIMER_MS)) {
+      throw new RedisLockConfigError(messages.badExtension(ms, MAX_TIMER_MS));
     }
+    while (this.leaseChange) await this.leaseChange; // a renewal (or extension) in flight
+    this.assertHeld();
+    const change = this.sendExtension(ms);
+    const settled = change.catch(() => undefined);
+    this.leaseChange = settled;
+    try {
+      await change;
+    } finally {
+      if (this.leaseChange === settled) this.leaseChange = undefined;
+      this.operations.rescheduled(this); // the watchdog skipped its renewal meanwhile
+    }
+  }
+
+  private async sendExtension(ms: number): Promise<void> {
     const sentAt = monotonicNow();
-    const stillOurs = await this.operations.extendLease(this, ms);
+    const deadline = sentAt + ms - this.operations.drift(ms);
+    if (deadline < this.validUntil) {
+      // Until Redis answers, it may have run the extension already: keep to the sooner deadline
+      // of the two, so neither a shorter lease nor a lost answer leaves ours beyond Redis'.
+      this.deadline = deadline;
+      this.nextRenewAt = Math.min(this.nextRenewAt, sentAt + ms / 3);
+      this.operations.rescheduled(this);
+    }
+    const stillOurs = await this.operations.extendLease(this, ms).catch((error: unknown) => {
+      this.assertHeld(); // lost meanwhile: say so rather than why the command failed
+      throw error;
+    });
+    this.assertHeld(); // the deadline (or maxHold) may have passed while it was in flight
     if (!stillOurs) throw this.lose('not-owner');
     this.lease = ms;
-    // An explicit extension may shorten the lease, so take its deadline as is.
-    this.validUntil = sentAt + ms - this.operations.drift(ms);
-    this.nextRenewAt = sentAt + ms / 3;
-    this.operations.rescheduled(this);
+    this.renewed(sentAt, ms);
+  }
+
+  /** Throws the loss if the lock is lost (checking its deadline first), or if it was released. */
+  private assertHeld(): void {
+    if (this.expireIfDue()) throw this.lostError;
+    if (this.released) throw new RedisLockError(messages.released(this.key));
   }
 
   release(): Promise<boolean> {
@@ -167,14 +243,14 @@ export class HeldLock implements LockHandle {
   private async releaseOnce(): Promise<boolean> {
     // Stop renewal first: a renewal already sent reaches Redis before this DEL (same connection).
     this.operations.untrack(this);
-    const wasHeld = !this.lostError && monotonicNow() <= this.validUntil;
+    const lapsed = this.lostError ? undefined : this.expiry(monotonicNow());
     const deleted = await this.operations.releaseLease(this);
     if (!deleted) {
       this.lose('not-owner');
       return false;
     }
-    if (!wasHeld) {
-      this.lose('deadline');
+    if (lapsed || this.lostError) {
+      this.lose(lapsed ?? 'deadline');
       return false;
     }
     return true;

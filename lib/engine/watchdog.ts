@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { messages } from '../errors/messages';
 import { monotonicNow } from './clock';
+import { neutralScope } from './neutral-scope';
 import type { HeldLock } from './lock-handle';
 
 /**
@@ -57,7 +58,8 @@ export class Watchdog {
     if (at >= this.timerAt) return;
     this.disarm();
     this.timerAt = at;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, at - monotonicNow()));
+    const delay = Math.max(0, at - monotonicNow());
+    this.timer = neutralScope.runInAsyncScope(() => setTimeout(() => this.tick(), delay));
     // A held lock must not keep the process alive on its own; the work holding it does.
     this.timer.unref();
   }
@@ -74,10 +76,10 @@ export class Watchdog {
     const now = monotonicNow();
     const due: HeldLock[] = [];
     for (const lock of this.locks) {
-      if (now >= lock.validUntil) {
-        lock.lose('deadline');
-      } else if (lock.renews && !lock.renewing && lock.nextRenewAt - lock.lease / 6 <= now) {
-        // Due within the batch window (a sixth of the lease): renew now, together with the rest.
+      if (lock.expireIfDue(now)) continue; // deadline or maxHold passed: lost (and untracked)
+      // Due within the batch window (a sixth of the lease): renew now, together with the rest.
+      // Never while a renewal or an extension is in flight: lease changes go out one at a time.
+      if (lock.renews && !lock.leaseChange && lock.nextRenewAt - lock.lease / 6 <= now) {
         due.push(lock);
       }
     }
@@ -88,16 +90,16 @@ export class Watchdog {
   private renewBatch(batch: HeldLock[]): void {
     const sentAt = monotonicNow();
     const leases = batch.map((lock) => lock.lease);
-    for (const lock of batch) lock.renewing = true;
-    this.renew(batch).then(
+    const settled = this.renew(batch).then(
       (answers) => batch.forEach((lock, i) => this.settle(lock, answers[i], sentAt, leases[i])),
       (error: unknown) => {
         this.logger.warn(
           `Renewing ${messages.lockNames(batch)} failed: ${String(error)}; retrying.`,
         );
-        for (const lock of batch) this.settle(lock, undefined, sentAt, lock.lease);
+        batch.forEach((lock, i) => this.settle(lock, undefined, sentAt, leases[i]));
       },
     );
+    for (const lock of batch) lock.leaseChange = settled;
   }
 
   /** Applies one lock's renewal answer: renewed, lost, or (undefined) retry soon. */
@@ -107,33 +109,34 @@ export class Watchdog {
     sentAt: number,
     lease: number,
   ): void {
-    lock.renewing = false;
+    lock.leaseChange = undefined;
     if (!this.locks.has(lock)) return; // released or lost meanwhile: ignore the late answer
     if (stillOurs === false) {
       lock.lose('not-owner');
       return;
     }
-    if (stillOurs === undefined) {
-      // Keep trying until the local deadline; the deadline timer declares the loss.
+    if (stillOurs === undefined || lock.lease !== lease) {
+      // Unknown (keep trying until the local deadline; the deadline timer declares the loss), or
+      // a lease that changed meanwhile, which one-change-at-a-time rules out: renew again soon.
       lock.nextRenewAt = monotonicNow() + Math.min(lock.lease / 10, 1_000);
-    } else if (lock.lease === lease) {
-      lock.renewed(sentAt, lease);
     } else {
-      return; // an extend() since this renewal was sent set the lease (and Redis' TTL) itself
+      lock.renewed(sentAt, lease);
     }
     this.armFor(nextDue(lock));
   }
 
   private rearm(): void {
     let next = Infinity;
-    for (const lock of this.locks) {
-      next = Math.min(next, lock.renewing ? lock.validUntil : nextDue(lock));
-    }
+    for (const lock of this.locks) next = Math.min(next, nextDue(lock));
     if (next < Infinity) this.armFor(next);
   }
 }
 
-/** When the watchdog must next look at `lock`: its renewal (if it renews) or its deadline. */
+/**
+ * When the watchdog must next look at `lock`: its deadline, its `maxHold`, and its renewal if it
+ * renews and has no lease change in flight (whose answer re-arms the timer).
+ */
 function nextDue(lock: HeldLock): number {
-  return lock.renews ? Math.min(lock.nextRenewAt, lock.validUntil) : lock.validUntil;
+  const renewal = lock.renews && !lock.leaseChange ? lock.nextRenewAt : Infinity;
+  return Math.min(renewal, lock.validUntil, lock.holdUntil);
 }

@@ -6,7 +6,29 @@ export type LockLostReason =
   /** The key was gone or held by another token when we renewed, extended or released it. */
   | 'not-owner'
   /** Redis did not confirm a renewal before the lease ran out on our local (monotonic) clock. */
-  | 'deadline';
+  | 'deadline'
+  /**
+   * The `LockService` shut down while the lock was still held, after waiting `shutdownGrace` ms
+   * for the work to release it: the signal aborted before the key was released.
+   */
+  | 'shutdown'
+  /** It was held for its whole `maxHold`: renewal stopped and the lock was released. */
+  | 'max-hold'
+  /**
+   * The wall clock jumped ahead of the monotonic clock by more than the lease had left: the host
+   * was probably suspended (or restored from a snapshot) while Redis kept counting.
+   */
+  | 'clock-jump';
+
+const why: Record<LockLostReason, string> = {
+  'not-owner': 'the key expired or another holder owns it',
+  deadline: 'Redis did not confirm a renewal before the lease ran out',
+  shutdown: 'the LockService shut down and its `shutdownGrace` ran out before the work released it',
+  'max-hold':
+    'it was held for its whole `maxHold` and released; raise `maxHold` if the work needs longer',
+  'clock-jump':
+    'the wall clock jumped ahead of the monotonic clock, as after a suspended host, so the lease may have run out on Redis',
+};
 
 /** A held lock was lost before its holder released it: the work it protected may have overlapped. */
 export class LockLostError extends RedisLockError {
@@ -14,13 +36,6 @@ export class LockLostError extends RedisLockError {
     readonly key: string,
     readonly reason: LockLostReason,
   ) {
-    super(
-      messages.lost(
-        key,
-        reason === 'deadline'
-          ? 'Redis did not confirm a renewal before the lease ran out'
-          : 'the key expired or another holder owns it',
-      ),
-    );
+    super(messages.lost(key, why[reason]));
   }
 }

@@ -37,12 +37,38 @@ export const messages = {
     `The key function of @Locked() on ${where} returned ${what}; it must return a non-empty string.`,
   badOption: (name: string, value: unknown, expected: string) =>
     `Lock option \`${name}\` is ${describe(value)}; expected ${expected}.`,
+  unknownOption: (where: string, name: string, closest: string | undefined, valid: string[]) =>
+    `${where}: \`${name}\` is not an option` +
+    (closest ? `; did you mean \`${closest}\`?` : '.') +
+    ` Valid options: ${valid.join(', ')}.`,
   badRedisUrl: (url: string) =>
     `RedisLockModule option \`redis\` is "${url}", not a valid Redis URL. ` +
     'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',
   redisUnavailable: (operation: string, ms: number) =>
     `Redis did not answer ${operation} within ${ms} ms. Check that Redis is running and that ` +
     'the `redis` option (REDIS_URL) points at it; raise `commandTimeout` for a slow link.',
+  connectionFailed: (address: string, reason: string, detail: string, advice: string) =>
+    `Redis ${address}: ${reason} (${detail}). ${advice}`,
+  credentialsAdvice: () =>
+    'Check the username and password in the `redis` option (redis://user:password@host:port).',
+  aclAdvice: () =>
+    "Grant the Redis user the lock's commands: +evalsha +eval +exists +subscribe (+info for " +
+    "ioredis' ready check) and, inside the scripts, +get +set +pexpire +pttl +incr +del +publish " +
+    '+time, on the lock prefix (keys and channels).',
+  startupAnswered: (target: string, ms: number, details: string) =>
+    `Redis ${target} answered in ${Math.round(ms)} ms${details}; lock commands work.`,
+  startupNoAnswer: (target: string, ms: number) =>
+    `Redis ${target} did not answer the startup check within ${ms} ms (\`commandTimeout\`). ` +
+    'Check that Redis runs there and that the `redis` option (REDIS_URL) points at it.',
+  startupFailed: (problem: string) =>
+    `Startup check: ${problem} Lock calls fail until this is fixed; set ` +
+    "`startupCheck: 'fail'` to stop the application from starting instead.",
+  startupNodeDown: (problem: string) =>
+    `Startup check: ${problem} Locks need a majority of the Redlock nodes; this one counts as a ` +
+    '"no" until it answers.',
+  evictingPolicy: (address: string, policy: string) =>
+    `Redis ${address} has maxmemory-policy ${policy}: under memory pressure it may evict lock ` +
+    'keys (each has a TTL) and let a second holder in. Set maxmemory-policy to noeviction.',
   /** `lock "a"`, or `3 locks ("a", …)` for a batch. */
   lockNames: (locks: readonly { key: string }[]) =>
     locks.length === 1 ? `lock "${locks[0].key}"` : `${locks.length} locks ("${locks[0].key}", …)`,
@@ -55,10 +81,19 @@ export const messages = {
         ? "The Redis user may not run the lock's commands. Its ACL needs, on the lock prefix " +
           '(keys and channels): +evalsha +eval +exists +subscribe, and inside the scripts +get ' +
           '+set +pexpire +pttl +incr +del +publish +time; fair mode also +@sortedset +@hash, a ' +
-          'Cluster +spublish +ssubscribe, replicaAck +wait.'
+          'Cluster +command, and +spublish +ssubscribe on Redis 7 or later; replicaAck +wait.'
         : code === 'OOM'
           ? 'Redis is out of memory under a `noeviction` policy: free memory or raise `maxmemory`.'
           : 'Retrying will not help; check the Redis server version and configuration.'),
+  classicPubSub: (node: string) =>
+    `Redis Cluster node ${node} has no sharded pub/sub (Redis < 7), so release notifications use ` +
+    'classic PUBLISH/SUBSCRIBE, which the Cluster broadcasts to every node. Once every node runs ' +
+    'Redis 7 or later, restart the application to switch to sharded pub/sub.',
+  pubSubUnknown: (node: string, why: string) =>
+    `Redis Cluster node ${node} ${why}, so whether it has sharded pub/sub is unknown; release ` +
+    'notifications use classic PUBLISH/SUBSCRIBE, which every version has. If every node runs ' +
+    'Redis 7 or later, allow +command for the Redis user and restart the application to use ' +
+    'sharded pub/sub.',
   releaseUnknown: (key: string) =>
     `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
     'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',
@@ -121,8 +156,14 @@ export const messages = {
   callAfterRelease: (where: string) =>
     `${where} was reached after its lock was released (its caller had left while pipes ran), so ` +
     'it was not run: it would have run unprotected.',
+  badExtension: (ms: unknown, max: number) =>
+    `extend(ms) needs a number of ms > 0 and <= ${max} (what a timer can wait), got ${describe(ms)}. ` +
+    'For a longer hold, let the watchdog renew the lease (and bound it with `maxHold`).',
+  released: (key: string) => `Lock "${key}" was released; acquire it again.`,
   aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
-  shuttingDown: () => 'LockService is shutting down; no new locks are granted.',
+  shuttingDown: () =>
+    'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +
+    'shutdown begins (stop consumers and schedulers first), or retry on another instance.',
 };
 
 /** Why a Redlock acquire found no quorum: how many nodes voted, and what the others did. */

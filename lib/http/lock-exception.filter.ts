@@ -12,6 +12,7 @@ import { throwError, type Observable } from 'rxjs';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { messages } from '../errors/messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
@@ -35,7 +36,14 @@ const logger = new Logger('RedisLock');
  * providers: [{ provide: APP_FILTER, useClass: LockExceptionFilter }]
  * ```
  */
-@Catch(LockNotAcquiredError, LockKeyError, LockLostError, RedisUnavailableError, RedisCommandError)
+@Catch(
+  LockNotAcquiredError,
+  LockKeyError,
+  LockLostError,
+  RedisUnavailableError,
+  RedisCommandError,
+  LockServiceClosedError,
+)
 @Injectable()
 export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
   constructor(

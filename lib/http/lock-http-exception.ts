@@ -8,6 +8,7 @@ import {
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
@@ -25,16 +26,18 @@ export function isLockFailure(error: unknown): error is LockFailure {
     error instanceof LockKeyError ||
     error instanceof LockLostError ||
     error instanceof RedisUnavailableError ||
-    error instanceof RedisCommandError
+    error instanceof RedisCommandError ||
+    error instanceof LockServiceClosedError
   );
 }
 
 /**
  * The HTTP answer to a lock failure: `Retry-After` on every busy answer whose headers are not sent
  * yet, then the module's `exceptionFactory` when set, else 409 (`busyStatus`) with a JSON body
- * naming the resource, 400 for a bad key, 500 when Redis refuses the command, 503 for a lost lock
- * or an unreachable Redis. Never throws for a response that has started already (an SSE stream
- * whose headers went out while the lock was awaited): Nest then answers with an error event.
+ * naming the resource, 400 for a bad key, 500 when Redis refuses the command, 503 for a lost lock,
+ * an unreachable Redis or a service shutting down. Never throws for a response that has started
+ * already (an SSE stream whose headers went out while the lock was awaited): Nest then answers
+ * with an error event.
  */
 export function toLockHttpException(
   error: LockFailure,

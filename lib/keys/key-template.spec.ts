@@ -43,6 +43,21 @@ describe('parseKeyTemplate', () => {
     expect([a.escape, b.escape, c.escape]).toEqual(['/', '#', '']);
   });
 
+  it('gives the last placeholder no escape: the text after it cannot be mistaken for its value', () => {
+    const [id] = parseKeyTemplate('order:<id>:items').placeholders;
+    expect(id.escape).toBe('');
+    const [a, b] = parseKeyTemplate('<a>:<b>:tail').placeholders;
+    expect([a.escape, b.escape]).toEqual([':', '']);
+  });
+
+  it('rejects "%" right after a placeholder that another one follows (it starts every escape)', () => {
+    // Otherwise ('x', '25y%') and ('x%y', '25') would both render 'x%25y%25'.
+    expect(() => parseKeyTemplate('<a>%<b>')).toThrow(LockKeyError);
+    expect(() => parseKeyTemplate('<a>%25<b>')).toThrow(/"%"/);
+    expect(parseKeyTemplate('<a>:%<b>').placeholders).toHaveLength(2);
+    expect(parseKeyTemplate('usage:<a>%').placeholders).toHaveLength(1);
+  });
+
   it.each([
     ['an empty template', ''],
     ['an empty placeholder', 'order:<>'],
@@ -78,6 +93,21 @@ describe('parseKeyTemplate', () => {
 describe('renderKeyTemplate', () => {
   it('renders plain values in place', () => {
     expect(render('voucher:<v>:user:<u>', { v: 'v1', u: 'u7' })).toBe('voucher:v1:user:u7');
+  });
+
+  it.each([
+    'alice-42',
+    'alice@example.com',
+    '3f2b8c1e-9d4a-4c7b-8e2f-1a2b3c4d5e6f',
+    '2026-12-01T05:00:00.000Z',
+    'a:b',
+    'a/b',
+    'with spaces',
+    'zoë-日本-🙂',
+    "+=,;!$&'()~_.",
+  ])('writes %p as it is in "order:<id>" and in "order:<id>:items"', (id) => {
+    expect(render('order:<id>', { id })).toBe(`order:${id}`);
+    expect(render('order:<id>:items', { id })).toBe(`order:${id}:items`);
   });
 
   describe('encoding: distinct argument tuples never share a key', () => {
@@ -146,6 +176,26 @@ describe('renderKeyTemplate', () => {
         }
       }
     });
+
+    it.each(['<a>:<b>', '<a>:<b>:', 'k:<a>:x:<b>:<c>', '<a>25<b>', '<a>:%<b>%', '<a>é<b>'])(
+      'is injective for %p over a grid of awkward values',
+      (source) => {
+        const alphabet = [':', '%', 'a', '2', '5', '%3A', '%25', 'é', '{'];
+        const values = alphabet.flatMap((x) => alphabet.map((y) => x + y));
+        const template = parseKeyTemplate(source);
+        const names = template.placeholders.map((placeholder) => placeholder.text);
+        const keys = new Map<string, string>();
+        const tuples = (depth: number): string[][] =>
+          depth === 0 ? [[]] : tuples(depth - 1).flatMap((t) => values.map((v) => [...t, v]));
+        for (const tuple of tuples(Math.min(names.length, 2))) {
+          const full = names.map((_, i) => tuple[i] ?? 'c');
+          const key = renderKeyTemplate(template, (p) => full[names.indexOf(p.text)]);
+          const id = JSON.stringify(full);
+          expect(keys.get(key) ?? id).toBe(id);
+          keys.set(key, id);
+        }
+      },
+    );
   });
 
   describe('values', () => {

@@ -55,16 +55,24 @@ export function parseKeyTemplate(source: string): KeyTemplate {
   assertLiteral(source, tail);
   if (tail) parts.push(tail);
 
-  // Each placeholder escapes the first character of the literal after it, so the key can be read
-  // back unambiguously: distinct argument tuples never render the same key.
+  // A placeholder that another one follows escapes the first character of the literal between
+  // them, so the key reads back unambiguously: distinct argument tuples never render the same key.
+  // The last one needs no such escape: the text after it is fixed, so its value is what is left.
   const resolved = parts.map((part, index) => {
     if (typeof part === 'string') return part;
     const next = parts[index + 1];
+    if (typeof next !== 'string' || index + 2 >= parts.length) return part;
+    if (next.startsWith('%')) {
+      throw new LockKeyError(
+        messages.badTemplate(
+          source,
+          'the text between two placeholders starts with "%", which starts every escape; ' +
+            'put another separator such as ":" first',
+        ),
+      );
+    }
     // By code point: a separator outside the BMP (an emoji) must not be split into halves.
-    return {
-      ...part,
-      escape: typeof next === 'string' ? String.fromCodePoint(next.codePointAt(0)!) : '',
-    };
+    return { ...part, escape: String.fromCodePoint(next.codePointAt(0)!) };
   });
   return {
     source,

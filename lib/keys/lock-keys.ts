@@ -13,7 +13,7 @@ export class LockRedisKeys {
     this.channel = `${lock}:released`;
   }
 
-  /** The fence counter, `INCR`ed on every grant; never expires. */
+  /** The fence counter, `INCR`ed on every grant; outlives the lock by `fenceRetention`. */
   get fence(): string {
     return `${this.lock}:fence`;
   }
@@ -32,20 +32,22 @@ export class LockRedisKeys {
 /**
  * Names the Redis keys of a lock. The user key sits inside a hash tag so the lease, the fence
  * counter and the channel hash to one Cluster slot (multi-key scripts never hit CROSSSLOT).
+ * The key goes in as it is, never escaped again: a key template already escaped its values, and
+ * `LockService.acquire(text)` must name the same lock as a template that renders `text`.
  */
 export function lockRedisKeys(prefix: string, key: string): LockRedisKeys {
   return new LockRedisKeys(`${prefix}{${hashTagSafe(key)}}`);
 }
 
 /**
- * Braces inside the tag would change which part Redis hashes (`{}x}` has an empty tag, so the
- * lease and its fence counter could land in different slots): percent-encode them, and `%` itself
- * so distinct keys stay distinct.
+ * Redis hashes the text between the first `{` and the first `}` after it, or the whole name when
+ * that is empty. The prefix has no braces, so a brace inside the key only shortens the tag, the
+ * same for every name of the lock — except a key starting with `}`: its tag would be empty and
+ * each name would hash on its own. Such a key gets one more `{` in front (tag `{`), and so does a
+ * key starting with `{`, so that `}x` and `{}x` keep distinct names.
  */
 function hashTagSafe(key: string): string {
-  return /[{}%]/.test(key)
-    ? key.replace(/[{}%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`)
-    : key;
+  return key.startsWith('{') || key.startsWith('}') ? `{${key}` : key;
 }
 
 /** Rejects keys that would lock nothing useful: not a string, empty, or longer than the limit. */

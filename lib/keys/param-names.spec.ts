@@ -136,6 +136,74 @@ describe('readParamBindings', () => {
     });
   });
 
+  describe('regular expressions and division in defaults', () => {
+    it('is not fooled by a comma inside a regex default', () => {
+      class Importer {
+        async importCsv(userId: string, sep = /,\s*/, file: string): Promise<string> {
+          return userId + String(sep) + file;
+        }
+      }
+      expect(bindings(Importer.prototype.importCsv)).toEqual({
+        userId: arg(0),
+        sep: arg(1),
+        file: arg(2),
+      });
+    });
+
+    it('is not fooled by brackets, parentheses, quotes and slashes inside regex literals', () => {
+      expect(
+        bindings(
+          withParams(
+            String.raw`a = /[,/]/g, b = /\/\//, c = /\(/, d = /[)\]]/, e = /'/, f = /"/, g = /[{]/, h`,
+          ),
+        ),
+      ).toEqual({
+        a: arg(0),
+        b: arg(1),
+        c: arg(2),
+        d: arg(3),
+        e: arg(4),
+        f: arg(5),
+        g: arg(6),
+        h: arg(7),
+      });
+    });
+
+    it('reads a regex after an operator, a bracket or a keyword, and inside a call', () => {
+      expect(
+        bindings(
+          withParams(
+            String.raw`a = x || /,/, b = [/,/], c = typeof /,/, d = f(/[(]/, 1), e = { r: /}/ }, g`,
+          ),
+        ),
+      ).toEqual({ a: arg(0), b: arg(1), c: arg(2), d: arg(3), e: arg(4), g: arg(5) });
+    });
+
+    it('takes a slash after a value for a division', () => {
+      expect(bindings(withParams('a = b / 2, c'))).toEqual({ a: arg(0), c: arg(1) });
+      expect(bindings(withParams('a = x.return / 2, b = x.typeof /2/ 1, c'))).toEqual({
+        a: arg(0),
+        b: arg(1),
+        c: arg(2),
+      });
+      expect(bindings(withParams('a = (1) / 2, b = x[0] / y / z, c = 6 /2/ 3, d'))).toEqual({
+        a: arg(0),
+        b: arg(1),
+        c: arg(2),
+        d: arg(3),
+      });
+    });
+
+    it('is not fooled by template literals with nested templates, quotes and braces', () => {
+      expect(bindings(withParams('a = `x,${`y,${"}"}`},`, b = `${/`/}`, c = `\\`,(`, d'))).toEqual({
+        a: arg(0),
+        b: arg(1),
+        c: arg(2),
+        d: arg(3),
+      });
+    });
+  });
+
   describe('destructuring', () => {
     it('binds object properties to a path inside the argument', () => {
       class Orders {

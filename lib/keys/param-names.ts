@@ -1,3 +1,5 @@
+import { codeChars, stripComments } from './js-scan';
+
 /**
  * Where a parameter name points: argument `index`, then `path` inside it (for names bound by
  * destructuring), or all arguments from `index` on (`rest`).
@@ -24,28 +26,6 @@ export function readParamBindings(
   return bindings;
 }
 
-/** Replaces comments with a space; string contents (`'http://x'`) are not comments. */
-function stripComments(source: string): string {
-  let out = '';
-  for (let i = 0; i < source.length; i++) {
-    const char = source[i];
-    if (char === '"' || char === "'" || char === '`') {
-      const end = skipString(source, i);
-      out += source.slice(i, end + 1);
-      i = end;
-    } else if (char === '/' && source[i + 1] === '*') {
-      const end = source.indexOf('*/', i + 2);
-      i = end === -1 ? source.length : end + 1;
-      out += ' ';
-    } else if (char === '/' && source[i + 1] === '/') {
-      const end = source.indexOf('\n', i + 2);
-      i = end === -1 ? source.length : end - 1;
-      out += ' ';
-    } else out += char;
-  }
-  return out;
-}
-
 /** The text between the parentheses of the parameter list (or a bare arrow parameter). */
 function paramList(source: string): string | undefined {
   if (source.includes('[native code]')) return undefined;
@@ -59,22 +39,11 @@ function paramList(source: string): string | undefined {
   }
   if (open === -1) return undefined;
   let depth = 0;
-  for (let i = open; i < source.length; i++) {
-    const char = source[i];
-    if (char === '"' || char === "'" || char === '`') i = skipString(source, i);
-    else if ('([{'.includes(char)) depth++;
-    else if (')]}'.includes(char) && --depth === 0) return source.slice(open + 1, i);
+  for (const { index, char } of codeChars(source, open)) {
+    if ('([{'.includes(char)) depth++;
+    else if (')]}'.includes(char) && --depth === 0) return source.slice(open + 1, index);
   }
   return undefined;
-}
-
-function skipString(source: string, start: number): number {
-  const quote = source[start];
-  for (let i = start + 1; i < source.length; i++) {
-    if (source[i] === '\\') i++;
-    else if (source[i] === quote) return i;
-  }
-  return source.length;
 }
 
 /** Splits on commas that are not nested in brackets or strings; drops empty entries (holes, trailing comma). */
@@ -82,14 +51,12 @@ function splitTopLevel(list: string): string[] {
   const parts: string[] = [];
   let depth = 0;
   let start = 0;
-  for (let i = 0; i < list.length; i++) {
-    const char = list[i];
-    if (char === '"' || char === "'" || char === '`') i = skipString(list, i);
-    else if ('([{'.includes(char)) depth++;
+  for (const { index, char } of codeChars(list)) {
+    if ('([{'.includes(char)) depth++;
     else if (')]}'.includes(char)) depth--;
     else if (char === ',' && depth === 0) {
-      parts.push(list.slice(start, i));
-      start = i + 1;
+      parts.push(list.slice(start, index));
+      start = index + 1;
     }
   }
   parts.push(list.slice(start));
@@ -99,12 +66,12 @@ function splitTopLevel(list: string): string[] {
 /** Drops a top-level `= default`. */
 function withoutDefault(param: string): string {
   let depth = 0;
-  for (let i = 0; i < param.length; i++) {
-    const char = param[i];
-    if (char === '"' || char === "'" || char === '`') i = skipString(param, i);
-    else if ('([{'.includes(char)) depth++;
+  for (const { index, char } of codeChars(param)) {
+    if ('([{'.includes(char)) depth++;
     else if (')]}'.includes(char)) depth--;
-    else if (char === '=' && depth === 0 && param[i + 1] !== '>') return param.slice(0, i).trim();
+    else if (char === '=' && depth === 0 && param[index + 1] !== '>') {
+      return param.slice(0, index).trim();
+    }
   }
   return param.trim();
 }
@@ -151,13 +118,11 @@ function bindPattern(
 /** The `:` of `key: pattern`; a colon after a top-level `=` belongs to the default (`a = b ? 1 : 2`). */
 function topLevelColon(property: string): number {
   let depth = 0;
-  for (let i = 0; i < property.length; i++) {
-    const char = property[i];
-    if (char === '"' || char === "'" || char === '`') i = skipString(property, i);
-    else if ('([{'.includes(char)) depth++;
+  for (const { index, char } of codeChars(property)) {
+    if ('([{'.includes(char)) depth++;
     else if (')]}'.includes(char)) depth--;
     else if (char === '=' && depth === 0) return -1;
-    else if (char === ':' && depth === 0) return i;
+    else if (char === ':' && depth === 0) return index;
   }
   return -1;
 }

@@ -2,6 +2,7 @@ import type { ArgumentsHost } from '@nestjs/common';
 import type { LockKeyError } from '../errors/lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import type { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import type { RedisCommandError } from '../errors/redis-command.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { ClusterNode, ClusterOptions } from 'ioredis';
@@ -44,12 +45,23 @@ export interface ClusterConnectionOptions {
 /** What a `@Locked` method does when the lock is busy after its `wait` budget. */
 export type OnBusyPolicy = 'throw' | 'skip';
 
+/** What the startup check does when Redis does not answer or refuses the lock's commands. */
+export type StartupCheckMode = 'warn' | 'fail' | 'off';
+
 /** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
 export type OnLostPolicy = 'throw' | 'log';
 
-/** A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing. */
+/**
+ * A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing,
+ * or the service shutting down.
+ */
 export type LockFailure =
-  LockNotAcquiredError | LockKeyError | LockLostError | RedisUnavailableError | RedisCommandError;
+  | LockNotAcquiredError
+  | LockKeyError
+  | LockLostError
+  | RedisUnavailableError
+  | RedisCommandError
+  | LockServiceClosedError;
 
 /**
  * Turns a lock failure on an HTTP request into the exception Nest should send. Receives the
@@ -100,11 +112,32 @@ export interface RedisLockModuleOptions {
    */
   prefix?: string;
   /**
+   * How long (ms) a lock's fence counter outlives the lock's last lease. Every key the library
+   * writes has a TTL: the lease its `ttl`, the counter the lease plus this. A key locked again
+   * within it continues its counter (fence + 1); after it, the counter has expired and starts
+   * again from Redis' clock in microseconds, still above every earlier fence unless that clock
+   * has moved back by more than the time since. Everything under `prefix` is gone at most
+   * `ttl + fenceRetention` after the last release (`ttl`: the last lease set, `extend()` included).
+   * @default 60000
+   */
+  fenceRetention?: number;
+  /**
    * Lease length in ms. While a lock is held the watchdog renews it every `ttl / 3`, so a long
    * task keeps its lock and a crashed holder's lock frees within `ttl`.
    * @default 30000
    */
   ttl?: number;
+  /**
+   * Longest time (ms) a lock may be held, however long its work runs. When it is reached, renewal
+   * stops, the lock's `signal` aborts with `LockLostError` (reason `'max-hold'`), the loss is
+   * reported (`'lost'` event and log) and the key is released, so the next holder gets it at once.
+   * Use it to bound what a hung handler can block. `Infinity` (the default) sets no bound: the
+   * watchdog renews a lock for as long as its work runs, as a lease lock with renewal is expected
+   * to — a bound by default would abort legitimate long jobs (reports, migrations) halfway.
+   * Override it per call (`acquire`, `withLock`, `@Locked`), `Infinity` lifting the module's bound.
+   * @default Infinity
+   */
+  maxHold?: number;
   /**
    * Default wait budget in ms for acquiring a busy lock; 0 fails at once (what one-order-per-user
    * needs). `LockService.acquire` and `@Locked` use it when the call does not say.
@@ -129,6 +162,17 @@ export interface RedisLockModuleOptions {
    */
   commandTimeout?: number;
   /**
+   * At startup (`onModuleInit`, bounded by `commandTimeout`) the module checks Redis: it logs one
+   * line with where it connects (never a password) and that Redis answered and ran a lock
+   * command, and warns when `maxmemory-policy` may evict lock keys. When Redis does not answer or
+   * refuses (connection refused, wrong password, an ACL without the lock's commands): `'warn'`
+   * logs the cause and the app starts (lock calls then fail with it at once); `'fail'` stops the
+   * bootstrap with that error; `'off'` skips the check (no line, no Redis call at startup).
+   * `new LockService()` outside Nest runs no check.
+   * @default 'warn'
+   */
+  startupCheck?: StartupCheckMode;
+  /**
    * Default of `@Locked({ onBusy })`: `'throw'` a `LockNotAcquiredError` (HTTP 409), or `'skip'`
    * the call and return `undefined` (for jobs that must run on one instance only).
    * @default 'throw'
@@ -146,6 +190,16 @@ export interface RedisLockModuleOptions {
    * @default true
    */
   reentrant?: boolean;
+  /**
+   * On shutdown (`close()`, or Nest's `beforeApplicationShutdown`): how long (ms) to wait for
+   * locks still held to be released by their work, while the watchdog keeps renewing them. New
+   * acquires are refused meanwhile (`LockServiceClosedError`). When it runs out, each lock still
+   * held has its signal aborted (`LockLostError`, reason `'shutdown'`) and a `'lost'` event, and
+   * only then is released. 0 aborts and releases at once. Keep it below your platform's kill
+   * timeout (Kubernetes: `terminationGracePeriodSeconds`, 30 s by default).
+   * @default 10000
+   */
+  shutdownGrace?: number;
   /**
    * HTTP status sent when a `@Locked` route finds its lock busy.
    * @default 409

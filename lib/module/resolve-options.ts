@@ -1,26 +1,79 @@
+import { MAX_TIMER_MS } from '../engine/clock';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { assertRedisUrl } from '../redis/redis-client';
-import type { RedisLockModuleOptions, ResolvedRedisLockOptions } from './redis-lock-options';
+import { assertKnownOptions, type OptionNames } from './known-options';
+import type {
+  ClusterConnectionOptions,
+  RedisLockModuleOptions,
+  RedlockOptions,
+  ReplicaAckOptions,
+  ResolvedRedisLockOptions,
+} from './redis-lock-options';
 
 /** The one place defaults live. */
 export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   redis: 'redis://127.0.0.1:6379',
   prefix: 'lock:',
   ttl: 30_000,
+  maxHold: Infinity,
   wait: 0,
   retryJitter: 10,
   maxKeyLength: 512,
   commandTimeout: 2_000,
+  shutdownGrace: 10_000,
+  startupCheck: 'warn',
   onBusy: 'throw',
   onLost: 'throw',
   reentrant: true,
   busyStatus: 409,
   fair: false,
+  fenceRetention: 60_000,
 };
 
-/** Merges defaults and rejects bad values at startup, with a message that names the option. */
+/** Every option name, in the order the "valid options" hint lists them. */
+const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
+  redis: true,
+  cluster: true,
+  redlock: true,
+  replicaAck: true,
+  fair: true,
+  prefix: true,
+  ttl: true,
+  wait: true,
+  retryJitter: true,
+  maxKeyLength: true,
+  commandTimeout: true,
+  fenceRetention: true,
+  shutdownGrace: true,
+  maxHold: true,
+  startupCheck: true,
+  onBusy: true,
+  onLost: true,
+  reentrant: true,
+  busyStatus: true,
+  exceptionFactory: true,
+};
+const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = { nodes: true, options: true };
+const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
+  nodes: true,
+  nodeTimeout: true,
+  driftFactor: true,
+  restartGrace: true,
+};
+const REPLICA_ACK_OPTION_NAMES: OptionNames<ReplicaAckOptions> = {
+  minReplicas: true,
+  timeout: true,
+};
+
+/**
+ * Merges defaults and rejects bad values at startup, with a message that names the option. The
+ * one path of `forRoot`, `forRootAsync` (the factory's result) and `new LockService()`.
+ */
 export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRedisLockOptions {
+  if (typeof options === 'object' && options !== null) {
+    assertKnownOptions('RedisLockModule', options, OPTION_NAMES);
+  }
   const defined = Object.fromEntries(
     Object.entries(options).filter(([, value]) => value !== undefined),
   ) as RedisLockModuleOptions;
@@ -47,10 +100,14 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
     );
   }
   assertPositive('ttl', resolved.ttl);
+  assertMaxHold('maxHold', resolved.maxHold);
   assertNonNegative('wait', resolved.wait);
   assertNonNegative('retryJitter', resolved.retryJitter);
   assertPositive('maxKeyLength', resolved.maxKeyLength);
   assertPositive('commandTimeout', resolved.commandTimeout);
+  assertNonNegative('fenceRetention', resolved.fenceRetention);
+  assertNonNegative('shutdownGrace', resolved.shutdownGrace);
+  assertOneOf('startupCheck', resolved.startupCheck, ['warn', 'fail', 'off']);
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   if (typeof resolved.fair !== 'boolean') {
@@ -89,6 +146,16 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
 
 function validateTopology(resolved: ResolvedRedisLockOptions): void {
   const { cluster, redlock, replicaAck } = resolved;
+  const nested: [string, unknown, object][] = [
+    ['cluster', cluster, CLUSTER_OPTION_NAMES],
+    ['redlock', redlock, REDLOCK_OPTION_NAMES],
+    ['replicaAck', replicaAck, REPLICA_ACK_OPTION_NAMES],
+  ];
+  for (const [name, value, known] of nested) {
+    if (typeof value === 'object' && value !== null) {
+      assertKnownOptions(`RedisLockModule option \`${name}\``, value, known);
+    }
+  }
   if (cluster && redlock) {
     throw new RedisLockConfigError(
       messages.badOption('cluster', 'set together with redlock', 'one of them'),
@@ -136,11 +203,7 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
   }
 }
 
-/**
- * Longest duration Node's timers can wait (about 24.8 days): a larger one fires after 1 ms, which
- * would turn a lease renewal or a retry into a busy loop.
- */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+export { MAX_TIMER_MS };
 
 export function assertPositive(name: string, value: unknown): asserts value is number {
   if (typeof value !== 'number' || !(value > 0 && value <= MAX_TIMER_MS)) {
@@ -148,6 +211,11 @@ export function assertPositive(name: string, value: unknown): asserts value is n
       messages.badOption(name, value, `a number > 0 and <= ${MAX_TIMER_MS} (ms)`),
     );
   }
+}
+
+/** A duration a timer can wait, or `Infinity` for "no bound". */
+export function assertMaxHold(name: string, value: unknown): asserts value is number {
+  if (value !== Infinity) assertPositive(name, value);
 }
 
 export function assertNonNegative(name: string, value: unknown): asserts value is number {

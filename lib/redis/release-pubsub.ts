@@ -1,31 +1,109 @@
 import type { ReleasePubSub } from '../backends/lock-backend';
+import type { PubSubMode } from './pubsub-mode';
 import { isClusterClient, type RedisClient } from './redis-client';
 
 /**
- * A dedicated subscriber connection duplicated from `client`. On a Cluster it uses sharded
- * pub/sub (`SSUBSCRIBE`, one subscriber per shard, managed by ioredis' `shardedSubscribers`), so
- * release messages stay on the lock's own shard instead of being broadcast to every node.
+/**
+ * A dedicated subscriber connection duplicated from `client`. On a Cluster with sharded pub/sub
+ * (`mode` resolves 'sharded') it uses `SSUBSCRIBE`, one subscriber per shard, managed by ioredis'
+ * `shardedSubscribers`, so release messages stay on the lock's own shard; otherwise classic
+ * `SUBSCRIBE` (on a Cluster, to any one node: a `PUBLISH` there reaches every node).
+ *
+ * A client created with ioredis' `keyPrefix` prefixes the keys of the lock scripts, the release
+ * channel among them, so releases publish on `<keyPrefix><channel>`. ioredis prefixes the
+ * channel of `SSUBSCRIBE` (a key command) but not of `SUBSCRIBE`: add it there, and strip it from
+ * incoming messages, so the notifier keeps working with the channel names it knows.
  */
-export function createReleasePubSub(client: RedisClient): ReleasePubSub {
-  if (isClusterClient(client)) {
-    const subscriber = client.duplicate(undefined, { shardedSubscribers: true });
+export function createReleasePubSub(
+  client: RedisClient,
+  mode: () => Promise<PubSubMode>,
+): ReleasePubSub {
+  const keyPrefix = String(client.options.keyPrefix ?? '');
+  if (!isClusterClient(client)) return subscriberOf(client.duplicate(), 'classic', keyPrefix);
+  return lazyReleasePubSub(async () => {
+    const chosen = await mode();
+    return subscriberOf(
+      chosen === 'sharded'
+        ? client.duplicate(undefined, { shardedSubscribers: true })
+        : client.duplicate(),
+      chosen,
+      keyPrefix,
+    );
+  });
+}
+
+function subscriberOf(subscriber: RedisClient, mode: PubSubMode, keyPrefix: string): ReleasePubSub {
+  const unprefixed = (channel: string): string =>
+    keyPrefix && channel.startsWith(keyPrefix) ? channel.slice(keyPrefix.length) : channel;
+  if (mode === 'sharded') {
     return {
       subscribe: (channel) => subscriber.ssubscribe(channel),
       unsubscribe: (channel) => subscriber.sunsubscribe(channel),
       onMessage: (listener) =>
-        subscriber.on('smessage', (channel: string, message: string) => listener(channel, message)),
+        subscriber.on('smessage', (channel: string, message: string) =>
+          listener(unprefixed(channel), message),
+        ),
       onError: (listener) => subscriber.on('error', listener),
       close: () => subscriber.disconnect(),
     };
   }
-  const subscriber = client.duplicate();
   return {
-    subscribe: (channel) => subscriber.subscribe(channel),
-    unsubscribe: (channel) => subscriber.unsubscribe(channel),
+    subscribe: (channel) => subscriber.subscribe(keyPrefix + channel),
+    unsubscribe: (channel) => subscriber.unsubscribe(keyPrefix + channel),
     onMessage: (listener) =>
-      subscriber.on('message', (channel: string, message: string) => listener(channel, message)),
+      subscriber.on('message', (channel: string, message: string) =>
+        listener(unprefixed(channel), message),
+      ),
     onError: (listener) => subscriber.on('error', listener),
     close: () => subscriber.disconnect(),
+  };
+}
+
+/**
+ * A subscriber created once `create` can tell which kind it must be (the Cluster's pub/sub mode,
+ * found at startup). Listeners given before then are attached on creation; a failed creation is
+ * tried again at the next subscribe.
+ */
+function lazyReleasePubSub(create: () => Promise<ReleasePubSub>): ReleasePubSub {
+  const messageListeners: ((channel: string, message: string) => void)[] = [];
+  const errorListeners: ((error: Error) => void)[] = [];
+  let creating: Promise<ReleasePubSub> | undefined;
+  let inner: ReleasePubSub | undefined;
+  let closed = false;
+  const ready = (): Promise<ReleasePubSub> => {
+    creating ??= create().then(
+      (subscriber) => {
+        messageListeners.forEach((listener) => subscriber.onMessage(listener));
+        errorListeners.forEach((listener) => subscriber.onError(listener));
+        inner = subscriber;
+        if (closed) subscriber.close();
+        return subscriber;
+      },
+      (error: unknown) => {
+        creating = undefined;
+        throw error;
+      },
+    );
+    return creating;
+  };
+  return {
+    // Closed meanwhile: a subscription now would open a connection nobody closes.
+    subscribe: (channel) =>
+      closed ? Promise.resolve() : ready().then((s) => (closed ? undefined : s.subscribe(channel))),
+    unsubscribe: (channel) =>
+      creating ? creating.then((subscriber) => subscriber.unsubscribe(channel)) : Promise.resolve(),
+    onMessage: (listener) => {
+      messageListeners.push(listener);
+      inner?.onMessage(listener);
+    },
+    onError: (listener) => {
+      errorListeners.push(listener);
+      inner?.onError(listener);
+    },
+    close: () => {
+      closed = true;
+      inner?.close();
+    },
   };
 }
 

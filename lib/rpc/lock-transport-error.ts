@@ -16,7 +16,7 @@ export interface LockTransportError {
   key?: string;
   /** For a busy lock: the holder's remaining lease (ms), an upper bound on when to retry. */
   retryAfterMs?: number;
-  /** For a lost lock: `'not-owner'` or `'deadline'`. */
+  /** For a lost lock: `'not-owner'`, `'deadline'` or `'shutdown'`. */
   reason?: string;
   /** For a Redis refusal: the reply's code (`WRONGTYPE`, `NOPERM`, …). */
   code?: string;
@@ -33,7 +33,7 @@ export function toLockTransportError(error: LockFailure): LockTransportError {
   } else if (error instanceof RedisCommandError) {
     data.code = error.code;
   }
-  // LockKeyError, RedisUnavailableError: the message says it all.
+  // LockKeyError, RedisUnavailableError, LockServiceClosedError: the message says it all.
   return data;
 }
 

@@ -9,7 +9,8 @@ import { LuaScript } from './lua-script';
  * the lease a hand-off gives it, min(ttl, entry lifetime) — the waiter's own figure, so it knows
  * the lease it was handed whoever releases). All in one hash slot.
  * ARGV[1] token (one per acquire call: its place in the queue), ARGV[2] lease in ms,
- * ARGV[3] '1' to queue (or stay queued) when busy, ARGV[4] waiter entry lifetime in ms.
+ * ARGV[3] '1' to queue (or stay queued) when busy, ARGV[4] waiter entry lifetime in ms,
+ * ARGV[5] how long (ms) the fence counter outlives a lease it grants.
  * Returns the fence (> 0) when granted now; {fence, pttl} when the lock is already ours (handed
  * to us by a release, or this is a re-send); {-(ms until worth retrying), fence counter} when
  * busy (the counter tells the caller which hand-offs to it are already history).
@@ -37,7 +38,7 @@ if not holder and (not head or head == ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1])
-${nextFenceLua('KEYS[2]')}
+${nextFenceLua('KEYS[2]', 'tonumber(ARGV[2]) + tonumber(ARGV[5])')}
   return fence
 end
 local retry

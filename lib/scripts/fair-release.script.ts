@@ -8,7 +8,8 @@ import { LuaScript } from './lua-script';
  * names (at most its entry's lifetime, so a waiter that died since its last refresh blocks no
  * longer than that), which it renews at once.
  * KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] waiters, KEYS[5] channel.
- * ARGV[1] token, ARGV[2] 'PUBLISH' or 'SPUBLISH'.
+ * ARGV[1] token, ARGV[2] 'PUBLISH' or 'SPUBLISH', ARGV[3] how long (ms) the fence counter
+ * outlives the lease a hand-off gives.
  * Publishes "grant:<token>:<fence>" for a hand-off, else the releasing token.
  * Returns 1 when `token` held the lock (released or handed over), 0 otherwise.
  */
@@ -33,8 +34,9 @@ while true do
     -- No longer than the entry would have lived: a waiter that died just after its last refresh
     -- holds the queue up for one entry lifetime in all, not two. (It counts its lease from a
     -- try sent before that refresh ran, so its own deadline is still within this one.)
-    redis.call('SET', KEYS[1], head, 'PX', math.max(1, math.min(tonumber(lease), expiresAt - now)))
-${nextFenceLua('KEYS[2]')}
+    local handoff = math.max(1, math.min(tonumber(lease), expiresAt - now))
+    redis.call('SET', KEYS[1], head, 'PX', handoff)
+${nextFenceLua('KEYS[2]', 'handoff + tonumber(ARGV[3])')}
     redis.call(ARGV[2], KEYS[5], 'grant:' .. head .. ':' .. string.format('%d', fence))
     return 1
   end

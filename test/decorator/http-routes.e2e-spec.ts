@@ -75,7 +75,7 @@ class OrdersController {
 
   @Post('by-body/check')
   @Locked('body:<body.userId>')
-  byBody(@Body() body: { userId: unknown }): { ok: true } {
+  async byBody(@Body() body: { userId: unknown }): Promise<{ ok: true }> {
     this.runs++;
     void body;
     return { ok: true };
@@ -96,21 +96,21 @@ class OrdersController {
   @Get('sources/:a')
   @UseGuards(FakeAuthGuard)
   @Locked('src:<a>:<b>:<c>:<d.id>')
-  searchOrder(): string {
+  async searchOrder(): Promise<string> {
     return currentLock()!.key;
   }
 
   @Post('explicit/:x')
   @UseGuards(FakeAuthGuard)
   @Locked('x:<params.x>:<query.x>:<body.x>:<headers.X-Tenant>:<user.org.id>')
-  explicit(@Headers('x-tenant') tenant: string): string {
+  async explicit(@Headers('x-tenant') tenant: string): Promise<string> {
     void tenant;
     return currentLock()!.key;
   }
 
   @Get('precedence/:id')
   @Locked('p:<id>')
-  precedence(@Query('id') fromQuery: string): string {
+  async precedence(@Query('id') fromQuery: string): Promise<string> {
     void fromQuery;
     return currentLock()!.key;
   }
@@ -120,19 +120,19 @@ class OrdersController {
     const req = context.switchToHttp().getRequest<{ params: Record<string, string> }>();
     return `fn:${req.params.tenant}/${req.params.id}`;
   })
-  byFunction(): string {
+  async byFunction(): Promise<string> {
     return currentLock()!.key;
   }
 
   @Get('bad-function')
   @Locked(() => '')
-  badFunction(): string {
+  async badFunction(): Promise<string> {
     return 'never';
   }
 
   @Get('skip/:id')
   @Locked('skip:<id>', { onBusy: 'skip' })
-  skipWhenBusy(@Param('id') id: string): { ran: string } {
+  async skipWhenBusy(@Param('id') id: string): Promise<{ ran: string }> {
     this.runs++;
     return { ran: id };
   }

@@ -13,22 +13,8 @@ import { freePort } from '../support/free-port';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
+import { sseEvents } from './fixtures/sse-events';
 import { httpAnswer, runs, startTransportApp, type TransportApp } from './fixtures/transport-app';
-
-/** The SSE events of a stream's body, as `{ event, data }` pairs. */
-function sseEvents(body: string): { event?: string; data?: string }[] {
-  return body
-    .split('\n\n')
-    .filter((block) => block.trim().length > 0)
-    .map((block) => {
-      const fields: { event?: string; data?: string } = {};
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) fields.event = line.slice('event: '.length);
-        if (line.startsWith('data: ')) fields.data = line.slice('data: '.length);
-      }
-      return fields;
-    });
-}
 
 describe('a busy @Sse() route (Express)', () => {
   const prefix = uniquePrefix('transport-sse-busy');
@@ -86,6 +72,42 @@ describe('a busy @Sse() route (Express)', () => {
   });
 });
 
+describe('a skipped @Sse() route (Express)', () => {
+  const prefix = uniquePrefix('transport-sse-skip');
+  let subject: TransportApp;
+  let port: number;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = redisClient();
+    subject = await startTransportApp({ redis: SHARED_REDIS_URL, prefix });
+    port = (subject.app.getHttpServer().address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    await subject?.close();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  it('streams when free, and ends an empty stream when skipped as busy', async () => {
+    const free = await httpAnswer(port, 'GET', '/t/events-skip?id=skip-free');
+    expect(sseEvents(free.body).map((event) => event.data)).toEqual(['{"n":0}', '{"n":1}']);
+
+    const held = await subject.app.get(LockService).acquire('sse:skip-busy');
+    try {
+      const before = runs.get('sse') ?? 0;
+      const skipped = await httpAnswer(port, 'GET', '/t/events-skip?id=skip-busy');
+      // Ended without an event (whether Nest had sent the SSE headers yet is a race).
+      expect(skipped.status).toBe(200);
+      expect(sseEvents(skipped.body)).toEqual([]);
+      expect(runs.get('sse') ?? 0).toBe(before);
+    } finally {
+      await held.release();
+    }
+  });
+});
+
 /** What each transport's caller gets, per failure mode. */
 const expected = {
   busy: {
@@ -94,9 +116,11 @@ const expected = {
     error: 'LockNotAcquiredError',
   },
   badKey: { http: { status: 400 }, sse: { status: 400 }, error: 'LockKeyError' },
+  // A Redis that has refused every connection since startup fails the call at once, before the
+  // stream opens: the SSE client gets the status, as for a bad key.
   unreachable: {
     http: { status: 503 },
-    sse: { event: 'error', text: 'Redis' },
+    sse: { status: 503 },
     error: 'RedisUnavailableError',
   },
 } as const;
@@ -110,6 +134,7 @@ describe.each([
   let subject: TransportApp;
   let redis: Redis;
   let held: LockHandle | undefined;
+  let heldSse: LockHandle | undefined;
   let logged: jest.SpyInstance;
   const want = expected[mode];
   const payload = userId === undefined ? { other: 1 } : { userId };
@@ -123,7 +148,7 @@ describe.each([
     if (mode === 'busy') {
       const locks = subject.app.get(LockService);
       held = await locks.acquire(`order:${userId}`);
-      await locks.acquire(`sse:${userId}`);
+      heldSse = await locks.acquire(`sse:${userId}`);
     }
   });
 
@@ -135,6 +160,7 @@ describe.each([
 
   afterAll(async () => {
     await held?.release();
+    await heldSse?.release(); // else closing the app waits its shutdown grace for it
     await subject?.close();
     await deleteKeys(redis, prefix);
     await redis.quit();

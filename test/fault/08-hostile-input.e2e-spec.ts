@@ -96,7 +96,7 @@ describe('scenario 8: hostile keys on LockService', () => {
     const leases = await leaseKeysUnder(redis, PREFIX);
     expect(leases).toHaveLength(HOSTILE_KEYS.length);
     for (const [i, key] of HOSTILE_KEYS.entries()) {
-      // The Redis name the library gives the key (braces and % are encoded inside the hash tag).
+      // The Redis name the library gives the key (as it is; one more `{` before a leading brace).
       expect(await redis.get(locks.engine.keysOf(key).lock)).toBe(held[i].token);
       expect(await locks.isLocked(key)).toBe(true);
     }
@@ -362,6 +362,7 @@ describe('scenario 8: invalid options are rejected at startup', () => {
     ['retryJitter', [NaN, Infinity, -1, '10', null]],
     ['maxKeyLength', [NaN, Infinity, -1, 0, '512', null]],
     ['commandTimeout', [NaN, Infinity, -1, 0, '2000', null]],
+    ['fenceRetention', [NaN, Infinity, -1, '60000', null]],
     ['busyStatus', [NaN, 200, 600, 409.5, '409']],
   ];
   const other: [keyof RedisLockModuleOptions, unknown[]][] = [

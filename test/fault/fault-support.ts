@@ -4,41 +4,49 @@
  */
 import { appendFileSync } from 'node:fs';
 import type Redis from 'ioredis';
+import { acquireScript } from '../../lib/scripts/acquire.script';
+import { extendScript } from '../../lib/scripts/extend.script';
+import type { LuaScript } from '../../lib/scripts/lua-script';
+import { releaseScript } from '../../lib/scripts/release.script';
+import { renewManyScript } from '../../lib/scripts/renew-many.script';
 import type { CommandMatcher } from '../support/tcp-proxy';
 import { now, sleep } from '../support/time';
 
 /**
  * The Redis names of lock `key` under `prefix`, as the library lays them out (one hash tag), for
- * the plain keys these suites use (no `{`, `}` or `%`, which the library encodes inside the tag).
+ * the keys these suites use (none starts with a brace, which would get one more `{` in front).
  */
 export function lockKeys(prefix: string, key: string) {
   const lock = `${prefix}{${key}}`;
   return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
 }
 
-const isScript = (args: string[]): boolean => args[0] === 'evalsha' || args[0] === 'eval';
+/** Whether `args` runs one of `scripts`: by SHA (EVALSHA), or by body (the EVAL fallback). */
+const runsOneOf = (args: string[], ...scripts: LuaScript[]): boolean =>
+  scripts.some(
+    (script) =>
+      (args[0] === 'evalsha' && args[1] === script.sha) ||
+      (args[0] === 'eval' && args[1] === script.source),
+  );
 
-/**
- * The library's scripts, told apart by their keys (no internal import): acquire names the fence
- * counter, release the channel, renewal and extend only lock keys.
- */
+/** The keys a script command names. */
+const scriptKeys = (args: string[]): string[] => args.slice(3, 3 + Number(args[2]));
+
+/** The library's scripts on one lock, told apart by which script runs and the keys it names. */
 export const lockCommand = {
   acquire: (prefix: string, key: string): CommandMatcher => {
-    const { fence } = lockKeys(prefix, key);
-    return (args) => isScript(args) && args[2] === '2' && args[4] === fence;
+    const { lock } = lockKeys(prefix, key);
+    return (args) => runsOneOf(args, acquireScript) && scriptKeys(args)[0] === lock;
   },
   release: (prefix: string, key: string): CommandMatcher => {
-    const { channel } = lockKeys(prefix, key);
-    return (args) => isScript(args) && args[2] === '2' && args[4] === channel && args.length === 7;
+    const { lock } = lockKeys(prefix, key);
+    return (args) => runsOneOf(args, releaseScript) && scriptKeys(args)[0] === lock;
   },
   /** A renewal (the watchdog's batch may name many locks) or an `extend()` of this lock. */
   extend: (prefix: string, key: string): CommandMatcher => {
     const { lock } = lockKeys(prefix, key);
-    return (args) => {
-      if (!isScript(args)) return false;
-      const keys = args.slice(3, 3 + Number(args[2]));
-      return keys.includes(lock) && !keys.some((k) => /:(fence|released)$/.test(k));
-    };
+    return (args) =>
+      runsOneOf(args, extendScript, renewManyScript) && scriptKeys(args).includes(lock);
   },
 };
 

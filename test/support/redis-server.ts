@@ -1,10 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { freePort } from './free-port';
 import { signalPid, trackPid, untrackPid } from './tracked-pids';
 
 export interface StartRedisOptions {
+  /** The `redis-server` binary to run. @default `REDIS_SERVER_BIN`, else `redis-server` on PATH */
+  bin?: string;
   /** Port to listen on. @default a free port */
   port?: number;
   /** Extra `redis-server` arguments, e.g. `['--maxmemory', '10mb']`. */
@@ -39,12 +41,39 @@ export interface RedisServer {
 const servers = new Set<RedisServerProcess>();
 
 /**
+ * The binary the harness starts when a test names none: `REDIS_SERVER_BIN` (e.g. a test-only
+ * Redis 6.2 or Valkey build, to run a suite against it), else `redis-server` on PATH.
+ */
+export function defaultRedisServerBin(): string {
+  return process.env.REDIS_SERVER_BIN || 'redis-server';
+}
+
+const versions = new Map<string, number[]>();
+
+/**
+ * The version `bin --version` reports (`v=6.2.16` → `[6, 2, 16]`), so a topology passes only the
+ * directives that server accepts. Valkey reports its own version (8.0.1), a superset of Redis 7.2.
+ */
+export function redisServerVersion(bin = defaultRedisServerBin()): number[] {
+  let version = versions.get(bin);
+  if (!version) {
+    const output = execFileSync(bin, ['--version'], { encoding: 'utf8', timeout: 10_000 });
+    const match = /\bv=(\d+)\.(\d+)\.(\d+)/.exec(output);
+    if (!match) throw new Error(`Cannot read the version of ${bin} from: ${output}`);
+    version = match.slice(1).map(Number);
+    versions.set(bin, version);
+  }
+  return version;
+}
+
+/**
  * Starts `redis-server` with no persistence on 127.0.0.1 and resolves once it answers PING.
  * Stop it (or call `stopAllRedis()`) in `afterAll`; a process left behind by a timed-out test is
  * SIGKILLed when the jest process exits.
  */
 export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
   const server = new RedisServerProcess(
+    options.bin ?? defaultRedisServerBin(),
     options.port ?? (await freePort()),
     options.args ?? [],
     options.startTimeout ?? 10_000,
@@ -68,6 +97,7 @@ class RedisServerProcess implements RedisServer {
   private paused = false;
 
   constructor(
+    private readonly bin: string,
     readonly port: number,
     private readonly args: string[],
     private readonly startTimeout: number,
@@ -95,14 +125,14 @@ class RedisServerProcess implements RedisServer {
       ...['--save', '', '--appendonly', 'no'],
       ...this.args,
     ];
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(this.bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const spawned = once(child, 'spawn');
     // 'error' (e.g. ENOENT when redis-server is not installed) rejects the 'spawn' wait above.
     await spawned.catch((error: unknown) => {
-      throw new Error(`Could not start redis-server (is it installed?): ${String(error)}`);
+      throw new Error(`Could not start ${this.bin} (is it installed?): ${String(error)}`);
     });
     const pid = child.pid!;
     trackPid(pid);

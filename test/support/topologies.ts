@@ -2,10 +2,16 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import Redis, { type RedisOptions } from 'ioredis';
 import { freePort } from './free-port';
-import { startRedis, type RedisServer } from './redis-server';
+import {
+  defaultRedisServerBin,
+  redisServerVersion,
+  startRedis,
+  type RedisServer,
+} from './redis-server';
 import { sleep, waitFor } from './time';
 
 /**
@@ -99,6 +105,33 @@ async function uniqueFreePort(): Promise<number> {
   }
 }
 
+/** Whether 127.0.0.1:`port` can be listened on right now. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, HOST, () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A node's client port and cluster bus port. Redis < 7 has no `cluster-port` directive and always
+ * listens for the bus on port + 10000, so that port must be free (and exist) too.
+ */
+async function clusterNodePorts(fixedBusOffset: boolean): Promise<[number, number]> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = await uniqueFreePort();
+    if (!fixedBusOffset) return [port, await uniqueFreePort()];
+    const bus = port + 10_000;
+    if (bus <= 65_535 && !usedPorts.has(bus) && (await portIsFree(bus))) {
+      usedPorts.add(bus);
+      return [port, bus];
+    }
+  }
+  throw new Error('No free port p with p + 10000 free for a Redis < 7 cluster node');
+}
+
 function makeTempDir(kind: string): string {
   return mkdtempSync(join(tmpdir(), `nestjs-redis-lock-${kind}-`));
 }
@@ -144,6 +177,12 @@ export interface StartClusterOptions {
   replicasPerPrimary?: number;
   /** `cluster-node-timeout` in ms: how soon a dead primary is failed over. @default 1000 */
   nodeTimeout?: number;
+  /**
+   * The `redis-server` binary of every node, or one per node in start order (the first
+   * `primaries` nodes become the primaries), e.g. to start a Cluster in the middle of an upgrade.
+   * @default `REDIS_SERVER_BIN`, else `redis-server` on PATH
+   */
+  bin?: string | readonly string[];
 }
 
 export interface RedisClusterTopology {
@@ -151,6 +190,8 @@ export interface RedisClusterTopology {
   readonly servers: RedisServer[];
   /** Startup nodes for ioredis `Cluster` / `RedisLockModule.forRoot({ cluster: { nodes } })`. */
   readonly startupNodes: HostPort[];
+  /** Whether every node has sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`: Redis ≥ 7). */
+  readonly shardedPubSub: boolean;
   /** The server listening on `port`. */
   server(port: number): RedisServer;
   /** `CLUSTER NODES` as seen by a live node. */
@@ -215,20 +256,26 @@ export async function startCluster(
   const nodeTimeout = options.nodeTimeout ?? 1_000;
   const dir = makeTempDir('cluster');
   const count = primaries * (1 + replicasPerPrimary);
+  const bins = Array.from({ length: count }, (_, index) =>
+    typeof options.bin === 'string'
+      ? options.bin
+      : (options.bin?.[index] ?? defaultRedisServerBin()),
+  );
+  // `cluster-port` came with Redis 7.0 (as did sharded pub/sub); older servers refuse it.
+  const hasClusterPort = bins.map((bin) => redisServerVersion(bin)[0] >= 7);
   const servers: RedisServer[] = [];
   try {
-    const ports = await Promise.all(
-      Array.from({ length: count }, async () => [await uniqueFreePort(), await uniqueFreePort()]),
-    );
+    const ports = await Promise.all(hasClusterPort.map((has) => clusterNodePorts(!has)));
     servers.push(
       ...(await Promise.all(
-        ports.map(([port, busPort]) =>
+        ports.map(([port, busPort], index) =>
           startRedis({
+            bin: bins[index],
             port,
             args: [
               ...['--dir', dir, '--cluster-enabled', 'yes'],
               ...['--cluster-config-file', join(dir, `nodes-${port}.conf`)],
-              ...['--cluster-port', String(busPort)],
+              ...(hasClusterPort[index] ? ['--cluster-port', String(busPort)] : []),
               ...['--cluster-node-timeout', String(nodeTimeout)],
               ...['--cluster-require-full-coverage', 'no'],
               // Promote a replica even if it lost its link a while ago (tests pause replicas).
@@ -335,6 +382,7 @@ export async function startCluster(
   return {
     servers,
     startupNodes: servers.map((node) => ({ host: HOST, port: node.port })),
+    shardedPubSub: hasClusterPort.every(Boolean),
     server,
     view,
     shards: async () => shardsOf(await view()),
@@ -384,6 +432,8 @@ export interface StartSentinelOptions {
   quorum?: number;
   /** `down-after-milliseconds`: how soon a silent primary counts as down. @default 1000 */
   downAfter?: number;
+  /** The binary of every process. @default `REDIS_SERVER_BIN`, else `redis-server` on PATH */
+  bin?: string;
 }
 
 export interface SentinelTopology {
@@ -423,11 +473,13 @@ export async function startSentinelTopology(
   const started: { stop(): Promise<void>; kill(): Promise<void> }[] = [];
   try {
     const primary = await startRedis({
+      bin: options.bin,
       port: await uniqueFreePort(),
       args: ['--dir', dir, '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'],
     });
     started.push(primary);
     const replica = await startRedis({
+      bin: options.bin,
       port: await uniqueFreePort(),
       args: [
         ...['--dir', dir, '--replicaof', HOST, String(primary.port)],
@@ -470,7 +522,7 @@ export async function startSentinelTopology(
           '',
         ].join('\n'),
       );
-      return startRedis({ port, leadingArgs: [file, '--sentinel'] });
+      return startRedis({ bin: options.bin, port, leadingArgs: [file, '--sentinel'] });
     });
     const sentinels = await Promise.all(starting);
     started.push(...sentinels);

@@ -128,7 +128,7 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     );
   });
 
-  it('wakes a waiter through sharded pub/sub on the lock’s own shard, long before the lease ends', async () => {
+  it('wakes a waiter through sharded pub/sub on the lock’s own shard (classic before Redis 7), long before the lease ends', async () => {
     const holder = clusterService();
     const waiter = clusterService();
     for (let index = 0; index < 3; index++) {
@@ -138,19 +138,29 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
 
       const held = await holder.acquire(key, { ttl: 20_000 });
       const waiting = waiter.acquire(key, { wait: 15_000 });
-      // The waiter subscribed with SSUBSCRIBE on the primary of the lock's slot…
-      await waitFor(async () => {
-        const reply = (await nodeCommand(shard.primary.port, 'PUBSUB', 'SHARDNUMSUB', channel)) as
-          [string, number] | undefined;
-        return Number(reply?.[1]) === 1;
-      });
-      // …and not with a classic SUBSCRIBE broadcast over the whole cluster.
-      for (const node of topology.servers) {
-        const reply = (await nodeCommand(node.port, 'PUBSUB', 'NUMSUB', channel)) as [
-          string,
-          number,
-        ];
-        expect(Number(reply[1])).toBe(0);
+      const classic = async (): Promise<number[]> =>
+        Promise.all(
+          topology.servers.map(async (node) => {
+            const reply = (await nodeCommand(node.port, 'PUBSUB', 'NUMSUB', channel)) as unknown[];
+            return Number(reply[1]);
+          }),
+        );
+      if (topology.shardedPubSub) {
+        // The waiter subscribed with SSUBSCRIBE on the primary of the lock's slot…
+        await waitFor(async () => {
+          const reply = (await nodeCommand(
+            shard.primary.port,
+            'PUBSUB',
+            'SHARDNUMSUB',
+            channel,
+          )) as [string, number] | undefined;
+          return Number(reply?.[1]) === 1;
+        });
+        // …and not with a classic SUBSCRIBE broadcast over the whole cluster.
+        expect(await classic()).toEqual(topology.servers.map(() => 0));
+      } else {
+        // Redis < 7 has no sharded pub/sub: one classic SUBSCRIBE, on any node.
+        await waitFor(async () => (await classic()).reduce((sum, n) => sum + n, 0) === 1);
       }
 
       const released = now();
@@ -164,7 +174,7 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     }
   });
 
-  it('fair mode: hands the lock over in arrival order through sharded pub/sub, on every shard', async () => {
+  it('fair mode: hands the lock over in arrival order by grant message, on every shard', async () => {
     const fair = (): LockService =>
       services.create({ cluster: { nodes: topology.startupNodes }, fair: true });
     for (let index = 0; index < 3; index++) {
@@ -212,7 +222,7 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     await admin.del(foreign);
   });
 
-  it('accepts your own ioredis Cluster as `redis` (sharded wake-ups both ways) and leaves it open', async () => {
+  it('accepts your own ioredis Cluster as `redis` (wake-ups both ways) and leaves it open', async () => {
     const own = new Cluster(topology.startupNodes);
     own.on('error', () => undefined);
     try {
@@ -227,6 +237,90 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     } finally {
       own.disconnect();
     }
+  });
+
+  it('falls back to classic pub/sub, with a warning, when the Redis user may not run COMMAND', async () => {
+    // A user allowed everything but COMMAND, so it cannot ask whether the nodes have SPUBLISH.
+    await Promise.all(
+      topology.servers.map((node) =>
+        nodeCommand(node.port, 'ACL', 'SETUSER', 'no-command', 'on', '>pw', '~*', '&*', '+@all'),
+      ),
+    );
+    await Promise.all(
+      topology.servers.map((node) =>
+        nodeCommand(node.port, 'ACL', 'SETUSER', 'no-command', '-command'),
+      ),
+    );
+    const restricted = (): LockService =>
+      services.create({
+        cluster: {
+          nodes: topology.startupNodes,
+          options: { redisOptions: { username: 'no-command', password: 'pw' } },
+        },
+      });
+    const warn = jest.mocked(Logger.prototype.warn);
+    const warnedBefore = warn.mock.calls.length;
+    const [key] = await keysOnShard(1, 'no-command');
+    const channel = `${redisKeyOf(prefix, key)}:released`;
+    const holder = restricted();
+    const held = await holder.acquire(key, { ttl: 20_000 });
+    const waiting = restricted().acquire(key, { wait: 15_000 });
+    // One classic SUBSCRIBE somewhere in the Cluster, whatever the nodes could have done.
+    await waitFor(async () => {
+      const counts = await Promise.all(
+        topology.servers.map(async (node) => {
+          const reply = (await nodeCommand(node.port, 'PUBSUB', 'NUMSUB', channel)) as unknown[];
+          return Number(reply[1]);
+        }),
+      );
+      return counts.reduce((sum, n) => sum + n, 0) === 1;
+    });
+    const released = now();
+    expect(await held.release()).toBe(true);
+    const next = await waiting;
+    expect(now() - released).toBeLessThan(1_000); // woken by the message, not the 20 s lease
+    await next.release();
+    expect(warn.mock.calls.slice(warnedBefore).map(([message]) => String(message))).toContainEqual(
+      expect.stringMatching(/refused COMMAND INFO \(NOPERM\).*classic PUBLISH\/SUBSCRIBE/),
+    );
+  });
+
+  it('falls back to classic pub/sub, with a warning, when a node does not answer the startup check; releases still succeed', async () => {
+    const warn = jest.mocked(Logger.prototype.warn);
+    const warnedBefore = warn.mock.calls.length;
+    const [key] = await keysOnShard(0, 'silent-node');
+    // A paused replica: it might be an older server, and a failover could make it the primary.
+    const replica = (await topology.shards())[2].replicas[0];
+    // Clients learn of a replica (CLUSTER SLOTS) once it holds data: give its shard a write.
+    const [data] = await keysOnShard(2, 'silent-node-data');
+    await admin.set(data, '1', 'PX', 60_000);
+    await waitFor(async () => {
+      const views = await Promise.all(
+        topology.servers.map((node) => nodeCommand(node.port, 'CLUSTER', 'SLOTS')),
+      );
+      return views.every((view) => JSON.stringify(view).includes(`,${replica.port},`));
+    });
+    replica.pause();
+    try {
+      // A release does not wait for the startup check (it publishes classic until that answers).
+      // Not a startup node: the client learns of it from CLUSTER SLOTS, as of any replica.
+      const nodes = topology.startupNodes.filter((node) => node.port !== replica.port);
+      const locks = services.create({ cluster: { nodes }, commandTimeout: 1_000 });
+      const lock = await locks.acquire(key);
+      expect(await lock.release()).toBe(true);
+      expect(await locks.withLock(key, async (held) => held.fence)).toBe(lock.fence + 1);
+      // The check gives up on the paused node after commandTimeout, and says so — where the
+      // others have sharded pub/sub (before Redis 7 they decide it, and that is only logged).
+      const silent = new RegExp(`${replica.port} did not answer COMMAND INFO.*classic PUBLISH`);
+      if (topology.shardedPubSub) {
+        await waitFor(() =>
+          warn.mock.calls.slice(warnedBefore).some(([message]) => silent.test(String(message))),
+        );
+      }
+    } finally {
+      replica.resume();
+    }
+    await topology.waitUntilHealthy();
   });
 
   it('lets no two processes overlap on a shared counter (and the unlocked control loses updates)', async () => {
@@ -265,7 +359,9 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     class ReportController {
       @Post(':tenantId')
       @Locked('report:<tenantId>')
-      create(@Param('tenantId') tenantId: string): { tenantId: string; fence: number } {
+      async create(
+        @Param('tenantId') tenantId: string,
+      ): Promise<{ tenantId: string; fence: number }> {
         return { tenantId, fence: currentLock()!.fence };
       }
     }

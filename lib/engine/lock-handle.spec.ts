@@ -1,0 +1,151 @@
+import type { Logger } from '@nestjs/common';
+import { LockLostError } from '../errors/lock-lost.error';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { LockRedisKeys } from '../keys/lock-keys';
+import { useClockSource } from './clock';
+import { HeldLock, type LockOperations } from './lock-handle';
+import { Watchdog } from './watchdog';
+
+/** A command the test answers when it chooses. */
+interface Pending<T> {
+  readonly name: string;
+  answer(value: T): void;
+  fail(error: Error): void;
+}
+
+const silent = { warn: () => undefined } as unknown as Logger;
+
+describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
+  let sent: Pending<unknown>[];
+  let lost: LockLostError[];
+  let skew: number;
+  let watchdog: Watchdog;
+  let operations: LockOperations;
+
+  function command<T>(name: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      sent.push({ name, answer: (v) => resolve(v as T), fail: reject });
+    });
+  }
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    sent = [];
+    lost = [];
+    skew = 0;
+    useClockSource({ monotonic: () => Date.now(), wall: () => Date.now() + skew });
+    watchdog = new Watchdog((locks) => command(`renew ${locks.length}`), silent);
+    operations = {
+      extendLease: (_lock, ms) => command(`extend ${ms}`),
+      releaseLease: () => command('release'),
+      untrack: (lock) => watchdog.remove(lock),
+      drift: () => 0,
+      reportLost: (_lock, error) => void lost.push(error),
+      rescheduled: (lock) => watchdog.reschedule(lock),
+    };
+  });
+
+  afterEach(() => {
+    watchdog.stop();
+    jest.useRealTimers();
+    useClockSource();
+  });
+
+  function hold(lease = 600): HeldLock {
+    const lock = new HeldLock(
+      operations,
+      'k',
+      new LockRedisKeys('lock:{k}'),
+      'token',
+      1,
+      lease,
+      Date.now(),
+      {},
+    );
+    watchdog.add(lock);
+    return lock;
+  }
+
+  const names = (): string[] => sent.map((pending) => pending.name);
+
+  it('sends no renewal while an extension is in flight', async () => {
+    const lock = hold(600);
+    const extended = lock.extend(5_000);
+    await jest.advanceTimersByTimeAsync(250); // the renewal was due at 200 ms
+    expect(names()).toEqual(['extend 5000']);
+    sent[0].answer(true);
+    await extended;
+    expect(lock.validUntil).toBe(5_000 + (Date.now() - 250));
+    await jest.advanceTimersByTimeAsync(5_000 / 3);
+    expect(names()).toEqual(['extend 5000', 'renew 1']); // renewing resumes, at the new length
+  });
+
+  it('sends an extension only after the renewal in flight was answered', async () => {
+    const lock = hold(600);
+    await jest.advanceTimersByTimeAsync(200);
+    expect(names()).toEqual(['renew 1']);
+    const extended = lock.extend(3_000);
+    await jest.advanceTimersByTimeAsync(10);
+    expect(names()).toEqual(['renew 1']);
+    sent[0].answer([true]);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(names()).toEqual(['renew 1', 'extend 3000']);
+    sent[1].answer(true);
+    await extended;
+  });
+
+  it('holds to the sooner deadline while an extension is in flight, and after it fails', async () => {
+    const lock = hold(10_000);
+    const start = Date.now();
+    const extended = lock.extend(1_000);
+    expect(lock.validUntil).toBe(start + 1_000); // it may have run already
+    sent[0].fail(new Error('timed out'));
+    await expect(extended).rejects.toThrow('timed out');
+    expect(lock.validUntil).toBe(start + 1_000);
+  });
+
+  it('rejects extend() with LockLostError when the deadline passes while it is in flight', async () => {
+    const lock = hold(600);
+    const extended = lock.extend(5_000).catch((error: unknown) => error);
+    await jest.advanceTimersByTimeAsync(601);
+    expect(lost.map((error) => error.reason)).toEqual(['deadline']);
+    sent[0].answer(true);
+    expect(await extended).toBeInstanceOf(LockLostError);
+  });
+
+  it('rejects extend(ms) beyond 2^31 - 1 ms without sending anything', async () => {
+    const lock = hold(600);
+    await expect(lock.extend(2 ** 31)).rejects.toThrow(RedisLockConfigError);
+    await expect(lock.extend(0)).rejects.toThrow(RedisLockConfigError);
+    expect(names()).toEqual([]);
+  });
+
+  it('stops renewing at maxHold: lost with reason max-hold, and released', async () => {
+    const lock = hold(600);
+    lock.holdUntil = Date.now() + 1_000;
+    watchdog.reschedule(lock);
+    for (let t = 0; t < 1_000; t += 100) {
+      await jest.advanceTimersByTimeAsync(100);
+      const renewal = sent.find((pending) => pending.name.startsWith('renew'));
+      if (renewal) {
+        sent.splice(sent.indexOf(renewal), 1);
+        renewal.answer([true]);
+      }
+    }
+    expect(lost.map((error) => error.reason)).toEqual(['max-hold']);
+    expect(lock.isHeld).toBe(false);
+    expect(names()).toEqual(['release']);
+  });
+
+  it('takes a wall-clock jump off the deadline, and is lost (clock-jump) when it used up the lease', () => {
+    const lock = hold(3_000);
+    const before = lock.validUntil;
+    jest.advanceTimersByTime(10);
+    skew += 1_000;
+    expect(lock.validUntil).toBe(before - 1_000);
+    expect(lock.isHeld).toBe(true);
+    skew += 5_000;
+    expect(lock.isHeld).toBe(false);
+    expect(lost.map((error) => error.reason)).toEqual(['clock-jump']);
+  });
+});

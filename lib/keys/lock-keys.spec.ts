@@ -1,0 +1,63 @@
+import { lockRedisKeys, type LockRedisKeys } from './lock-keys';
+
+/** The part of `name` Redis Cluster hashes: the first `{…}` if it is not empty, else all of it. */
+function hashTagOf(name: string): string {
+  const open = name.indexOf('{');
+  const close = open < 0 ? -1 : name.indexOf('}', open + 1);
+  return close > open + 1 ? name.slice(open + 1, close) : name;
+}
+
+const namesOf = (keys: LockRedisKeys): string[] => [
+  keys.lock,
+  keys.fence,
+  keys.queue,
+  keys.waiters,
+  keys.channel,
+];
+
+describe('lockRedisKeys', () => {
+  it('puts the key into the hash tag as it is', () => {
+    expect(lockRedisKeys('lock:', 'order:alice-42').lock).toBe('lock:{order:alice-42}');
+    expect(lockRedisKeys('lock:', 'order:alice-42').fence).toBe('lock:{order:alice-42}:fence');
+  });
+
+  it('does not escape a key again: what a template escaped shows once in Redis', () => {
+    // `@Locked('job:<x>')` with x = 'a:b*{}' renders 'job:a:b%2A%7B%7D'.
+    expect(lockRedisKeys('lock:', 'job:a:b%2A%7B%7D').lock).toBe('lock:{job:a:b%2A%7B%7D}');
+  });
+
+  it('keeps %, braces inside the key and glob characters as they are', () => {
+    expect(lockRedisKeys('lock:', '100%').lock).toBe('lock:{100%}');
+    expect(lockRedisKeys('lock:', 'a}b{c').lock).toBe('lock:{a}b{c}');
+    expect(lockRedisKeys('lock:', 'room:*').lock).toBe('lock:{room:*}');
+  });
+
+  it('puts one more "{" before a key that starts with a brace, so the hash tag is never empty', () => {
+    expect(lockRedisKeys('lock:', '}x').lock).toBe('lock:{{}x}');
+    expect(lockRedisKeys('lock:', '{x}').lock).toBe('lock:{{{x}}');
+    expect(lockRedisKeys('lock:', '}').lock).toBe('lock:{{}}');
+  });
+
+  const alphabet = ['{', '}', '%', 'a', ':', '7D', '%7B', '{}'];
+  const grid: string[] = [];
+  for (const x of alphabet)
+    for (const y of alphabet) for (const z of ['', ...alphabet]) grid.push(x + y + z);
+
+  it('gives distinct keys distinct names, and no name of one lock is a name of another', () => {
+    const owner = new Map<string, string>();
+    for (const key of new Set(grid)) {
+      for (const name of namesOf(lockRedisKeys('p:', key))) {
+        expect(owner.get(name) ?? key).toBe(key);
+        owner.set(name, key);
+      }
+    }
+  });
+
+  it("keeps all of a lock's names in one hash slot, with a non-empty hash tag", () => {
+    for (const key of grid) {
+      const tags = namesOf(lockRedisKeys('p:', key)).map(hashTagOf);
+      expect(new Set(tags).size).toBe(1);
+      expect(tags[0]).not.toBe(lockRedisKeys('p:', key).lock); // a real tag, not the whole name
+    }
+  });
+});
