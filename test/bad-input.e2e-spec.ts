@@ -132,6 +132,21 @@ describe('bad options', () => {
     );
   });
 
+  it.each([
+    ['replicaAck.timeout', { minReplicas: 1, timeout: 0.5 }],
+    ['replicaAck.timeout', { minReplicas: 1, timeout: 99.9 }],
+    ['replicaAck.minReplicas', { minReplicas: 1.5, timeout: 100 }],
+  ])(
+    'rejects a fractional %s at construction, not at every grant (WAIT takes integers)',
+    async (_, replicaAck) => {
+      let created: LockService | undefined;
+      expect(() => (created = new LockService({ redis: server.url, replicaAck }))).toThrow(
+        RedisLockConfigError,
+      );
+      await created?.close();
+    },
+  );
+
   it.each(['redis//nope', 'http://127.0.0.1:6379', 'not a url', ''])(
     'rejects the Redis URL %p at construction with RedisLockConfigError',
     (url) => {

@@ -5,6 +5,7 @@ import { openRedisConnection, type RedisConnection } from '../redis/redis-client
 import type { LockBackend } from './lock-backend';
 import { RedisBackend } from './redis.backend';
 import { RedlockBackend } from './redlock.backend';
+import { RedlockNode } from './redlock-node';
 
 /** A backend and the watch over the connections it uses. */
 export interface CreatedBackend {
@@ -16,17 +17,16 @@ export interface CreatedBackend {
 export function createBackend(options: ResolvedRedisLockOptions): CreatedBackend {
   if (options.redlock) {
     const { nodes, nodeTimeout = 200, driftFactor = 0.01 } = options.redlock;
+    const restartGrace = options.redlock.restartGrace ?? options.ttl;
     const connections = nodes.map((node) => openRedisConnection(node));
     const watches = connections.map((connection) => new ClientWatch(connection.client));
+    const redlockNodes = connections.map((connection) => {
+      const { commandTimeout, fenceRetention } = options;
+      const backend = new RedisBackend(connection, commandTimeout, fenceRetention);
+      return new RedlockNode(backend, connection.client, restartGrace, fenceRetention);
+    });
     return {
-      backend: new RedlockBackend(
-        connections.map(
-          (connection) =>
-            new RedisBackend(connection, options.commandTimeout, options.fenceRetention),
-        ),
-        nodeTimeout,
-        driftFactor,
-      ),
+      backend: new RedlockBackend(redlockNodes, nodeTimeout, driftFactor, options.ttl),
       connections: new ConnectionWatch(
         watches,
         Math.floor(nodes.length / 2) + 1,

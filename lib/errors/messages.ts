@@ -97,6 +97,27 @@ export const messages = {
   releaseUnknown: (key: string) =>
     `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
     'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',
+  redlockNoQuorum: (key: string, nodes: number, quorum: number, tally: RedlockTally) =>
+    `Redlock could not tell whether "${key}" is free: ${tally.votes} of ${nodes} nodes granted it ` +
+    `in time, ${quorum} needed` +
+    (tally.restarted
+      ? `; ${tally.restarted} restarted within restartGrace and do not vote yet`
+      : '') +
+    (tally.refused ? `; ${tally.refused} hold it for someone else` : '') +
+    (tally.unanswered ? `; ${tally.unanswered} did not answer within nodeTimeout` : '') +
+    (tally.late ? `; the grant took ${tally.late} ms of its ttl, leaving no time to hold it` : '') +
+    (tally.unfenced ? '; too few of them confirmed its fence afterwards' : '') +
+    '. Check that a majority of the nodes is reachable and fast, and that ttl is well above ' +
+    'nodeTimeout; a node that just started votes once restartGrace has passed.',
+  redlockTtlTooShort: (ttl: number, nodeTimeout: number, drift: number) =>
+    `Redlock: ttl ${ttl} ms is short for nodeTimeout ${nodeTimeout} ms and a drift margin of ` +
+    `${Math.ceil(drift)} ms. A node that takes the whole nodeTimeout leaves a grant ` +
+    `${Math.floor(ttl - nodeTimeout - drift)} ms of validity, and a renewal sent every ttl / 3 ` +
+    'no time to answer: grants then fail (RedisUnavailableError) or are lost right after. Use a ' +
+    'ttl of at least 3 × (nodeTimeout + drift), or a lower nodeTimeout.',
+  redlockNoInfo: (reply: string) =>
+    `Redlock: a node refused INFO (${reply}), so its restarts cannot be told and its grants always ` +
+    'vote. Allow +info for the lock user, or keep a restarted node out for the longest ttl yourself.',
   notBound: (where: string) =>
     `@Locked() on ${where} ran, but no LockService is bound to this instance. Import ` +
     'RedisLockModule.forRoot() in the application, and let Nest create the instance (a provider or ' +
@@ -142,6 +163,18 @@ export const messages = {
     'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +
     'shutdown begins (stop consumers and schedulers first), or retry on another instance.',
 };
+
+/** Why a Redlock acquire found no quorum: how many nodes voted, and what the others did. */
+export interface RedlockTally {
+  votes: number;
+  restarted: number;
+  refused: number;
+  unanswered: number;
+  /** Ms the grant took when a quorum granted but no validity was left, else 0. */
+  late: number;
+  /** A quorum granted, but fewer than a quorum confirmed the fence write-back. */
+  unfenced: boolean;
+}
 
 function describe(value: unknown): string {
   if (typeof value === 'string') return `"${value}"`;

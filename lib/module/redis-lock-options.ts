@@ -26,6 +26,14 @@ export interface RedlockOptions {
    * @default 0.01
    */
   driftFactor?: number;
+  /**
+   * How long (ms) after a node (re)starts its grants do not count towards the quorum: a node that
+   * restarted without persistence has forgotten leases still running on the others. Set it to the
+   * longest lease any client takes (ttl or `extend()`); 0 turns the check off. A node's start comes
+   * from `INFO server` (the lock's Redis user needs +info).
+   * @default the module's `ttl`
+   */
+  restartGrace?: number;
 }
 
 /** Redis Cluster nodes to connect to (the module creates and closes the `Cluster`). */

@@ -61,6 +61,7 @@ const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
   nodes: true,
   nodeTimeout: true,
   driftFactor: true,
+  restartGrace: true,
 };
 const REPLICA_ACK_OPTION_NAMES: OptionNames<ReplicaAckOptions> = {
   minReplicas: true,
@@ -180,6 +181,9 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
     if (redlock.driftFactor !== undefined) {
       assertNonNegative('redlock.driftFactor', redlock.driftFactor);
     }
+    if (redlock.restartGrace !== undefined) {
+      assertNonNegative('redlock.restartGrace', redlock.restartGrace);
+    }
   }
   if (replicaAck) {
     if (cluster || redlock) {
@@ -193,6 +197,12 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
       );
     }
     assertPositive('replicaAck.timeout', replicaAck.timeout);
+    // WAIT takes whole milliseconds: a fraction would fail every grant, not the startup.
+    if (!Number.isInteger(replicaAck.timeout)) {
+      throw new RedisLockConfigError(
+        messages.badOption('replicaAck.timeout', replicaAck.timeout, 'an integer number of ms'),
+      );
+    }
   }
 }
 
