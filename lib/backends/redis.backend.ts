@@ -10,6 +10,7 @@ import {
   type RedisConnection,
 } from '../redis/redis-client';
 import { detectClusterPubSubMode, publishCommand, type PubSubMode } from '../redis/pubsub-mode';
+import { clusterNodeOf } from '../redis/cluster-slot';
 import { createReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { clockDrift } from '../engine/clock';
@@ -91,9 +92,9 @@ export class RedisBackend implements LockBackend {
 
   async renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
     if (this.cluster) {
-      // A Cluster refuses multi-key scripts across slots: one command per lock, written together.
-      // Each answers for its own lock: a foreign value under one key (WRONGTYPE) loses that lock
-      // only, and a shard out of reach leaves its locks to retry, not every lock in the batch.
+      // A Cluster refuses multi-key scripts across slots: one command per lock, written together
+      // (the watchdog sends each node's locks as a batch of their own, see shardOf). Each answers
+      // for its own lock: a foreign value under one key (WRONGTYPE) loses that lock only.
       return Promise.all(
         leases.map((l) =>
           this.extend(l.redisKeys, l.token, Math.ceil(l.lease)).catch((error: unknown) =>
@@ -107,6 +108,11 @@ export class RedisBackend implements LockBackend {
       batches.push(this.renewBatch(leases.slice(start, start + RENEW_BATCH)));
     }
     return (await Promise.all(batches)).flat();
+  }
+
+  /** On a Cluster, the node serving the lock's slot; one Redis serves all. */
+  shardOf(keys: LockRedisKeys): string {
+    return this.cluster ? clusterNodeOf(this.client as Cluster, keys.lock) : '';
   }
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {

@@ -73,7 +73,11 @@ export class LockEngine implements LockOperations {
   constructor(readonly options: ResolvedRedisLockOptions) {
     this.waiterTtl = Math.ceil(Math.max(1_000, 2 * options.commandTimeout));
     ({ backend: this.backend, connections: this.connections } = createBackend(options));
-    this.watchdog = new Watchdog((locks) => this.renewLeases(locks), this.logger);
+    this.watchdog = new Watchdog(
+      (locks) => this.renewLeases(locks),
+      this.logger,
+      this.backend.shardOf ? (lock) => this.backend.shardOf!(lock.redisKeys) : undefined,
+    );
     this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
   }
 
@@ -207,7 +211,10 @@ export class LockEngine implements LockOperations {
     );
   }
 
-  /** The watchdog's batch: one bound (and one timer) for all of it, however many commands. */
+  /**
+   * One of the watchdog's batches (all on one server): one bound (and one timer) for all of it,
+   * however many commands.
+   */
   renewLeases(locks: readonly HeldLock[]): Promise<(boolean | undefined)[]> {
     return this.bounded(this.backend.renewMany(locks), 'renewal', messages.lockNames(locks));
   }
