@@ -53,6 +53,8 @@ export class RedisBackend implements LockBackend {
   private readonly cluster: boolean;
   /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
   private resets = 0;
+  /** ioredis' `keyPrefix`: it prefixes KEYS, not the channel in ARGV, which subscribers expect. */
+  private readonly keyPrefix: string;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -64,6 +66,7 @@ export class RedisBackend implements LockBackend {
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
     this.cluster = isClusterClient(connection.client);
+    this.keyPrefix = String(connection.client.options.keyPrefix ?? '');
     if (this.cluster) this.pubSubMode().catch(() => undefined);
     else this.mode = 'classic';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
@@ -117,7 +120,11 @@ export class RedisBackend implements LockBackend {
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
-    const sent = releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish]);
+    const sent = releaseScript.run(
+      this.client,
+      [keys.lock],
+      [token, this.publish, this.keyPrefix + keys.channel],
+    );
     return sent.then((reply) => {
       const deleted = reply === 1;
       if (!deleted && this.resets !== resetsBefore) {
@@ -151,8 +158,8 @@ export class RedisBackend implements LockBackend {
     const released =
       (await fairReleaseScript.run(
         this.client,
-        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.channel],
-        [token, this.publish, this.fenceRetention],
+        [keys.lock, keys.fence, keys.queue, keys.waiters],
+        [token, this.publish, this.fenceRetention, this.keyPrefix + keys.channel],
       )) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {
@@ -163,7 +170,11 @@ export class RedisBackend implements LockBackend {
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
     return (
-      (await forceReleaseScript.run(this.client, [keys.lock, keys.channel], [this.publish])) === 1
+      (await forceReleaseScript.run(
+        this.client,
+        [keys.lock],
+        [this.publish, this.keyPrefix + keys.channel],
+      )) === 1
     );
   }
 
