@@ -17,6 +17,7 @@ import { FairCall } from './fair-call';
 import { neutralScope } from './neutral-scope';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
+import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
 import { withTimeout } from './with-timeout';
 
@@ -219,21 +220,22 @@ export class LockEngine implements LockOperations {
     return this.bounded(this.backend.renewMany(locks), 'renewal', messages.lockNames(locks));
   }
 
+  /**
+   * Releases `lock`. A release Redis refused unrun (a slot in migration) is sent again until it
+   * is answered or the lock's deadline passes — after that its key has expired by itself.
+   */
   releaseLease(lock: HeldLock): Promise<boolean> {
+    const release = (free: () => Promise<boolean>): Promise<boolean> =>
+      retryRefused(
+        () => this.bounded(free(), 'release', `lock "${lock.key}"`),
+        () => lock.validUntil,
+      );
     if (this.options.fair) {
       // The release script hands the lock to the next in line itself: no local hand-off.
-      return this.bounded(
-        this.freeLease(lock.redisKeys, lock.token),
-        'release',
-        `lock "${lock.key}"`,
-      );
+      return release(() => this.freeLease(lock.redisKeys, lock.token));
     }
     this.notifier.releaseSent(lock.token);
-    return this.bounded(
-      this.backend.release(lock.redisKeys, lock.token),
-      'release',
-      `lock "${lock.key}"`,
-    ).then(
+    return release(() => this.backend.release(lock.redisKeys, lock.token)).then(
       (deleted) => {
         this.notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted);
         return deleted;

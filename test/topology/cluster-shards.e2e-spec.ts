@@ -207,6 +207,28 @@ describe('Redis Cluster: shard trouble (3 primaries)', () => {
     expect(await next.release()).toBe(true);
   });
 
+  it('fair mode: retries a release that meets TRYAGAIN in a half-moved slot until the move completes', async () => {
+    const shards = await topology.shards();
+    const [from, to] = [shards[2], shards[1]];
+    const [key] = keysOn(from, 'fair-migrating', 1);
+    const fair = (): LockService =>
+      services.create({ cluster: { nodes: topology.startupNodes }, fair: true });
+    const held = await fair().acquire(key, { ttl: LEASE });
+
+    const migration = await startMigration(slotOf(key), from, to);
+    // Only the lease moves: the fair release script (lease, fence counter, queue) meets a slot
+    // that has some of its keys and not others, which Redis answers with TRYAGAIN, unrun.
+    await migration.migrate([redisKeyOf(prefix, key)]);
+    const releasing = held.release();
+    releasing.catch(() => undefined); // awaited below
+    // Sent after the release, this try meets the same refusals for as long as one try lasts.
+    await expect(fair().tryAcquire(key)).rejects.toBeInstanceOf(RedisUnavailableError);
+    await migration.migrate();
+    await migration.finish();
+    expect(await releasing).toBe(true);
+    expect(await fair().withLock(key, async (next) => next.fence)).toBe(held.fence + 1);
+  });
+
   it('follows a slot that moved: the waiter subscribes on the new owner and is woken by the release message', async () => {
     const shards = await topology.shards();
     const [from, to] = [shards[0], shards[2]];
