@@ -21,7 +21,7 @@ export function clusterSlot(key: string): number {
  */
 export function clusterNodeOf(cluster: Cluster, key: string): string {
   const slot = clusterSlot(key);
-  return cluster.slots[slot]?.[0] ?? `slot ${slot}`;
+  return cluster.slots?.[slot]?.[0] ?? `slot ${slot}`;
 }
 
 const TABLE = Array.from({ length: 256 }, (_, byte) => {

@@ -1,6 +1,7 @@
 import type { ReleasePubSub } from '../backends/lock-backend';
 import type { PubSubMode } from './pubsub-mode';
 import type { Cluster } from 'ioredis';
+import { clusterSlot } from './cluster-slot';
 import { isClusterClient, type RedisClient } from './redis-client';
 
 /**
@@ -56,7 +57,10 @@ function subscriberOf(subscriber: RedisClient, mode: PubSubMode, keyPrefix: stri
           listener(unprefixed(channel), message),
         ),
       onError: (listener) => subscriber.on('error', listener),
-      close: () => subscriber.disconnect(),
+      close: () => {
+        wanted.clear(); // a slot move reported after this is none of ours
+        subscriber.disconnect();
+      },
     };
   }
   return {
@@ -76,21 +80,31 @@ function subscriberOf(subscriber: RedisClient, mode: PubSubMode, keyPrefix: stri
  * subscriptions and tells the subscriber with an unasked `sunsubscribe`; ioredis, expecting no
  * reply, reports it as a "Command queue state error" and keeps its old slot map, so the channel
  * would be subscribed nowhere and its waiters would sleep until their fallback timer. On that
- * report, refresh the slot map and subscribe again, on the slot's new owner. A stale map sends it
- * to the old owner, whose MOVED makes ioredis refresh and resubscribe once more.
+ * report, refresh the slot map until it no longer names that node for the slot (the node that is
+ * asked may not have heard of the move yet; 2 s at most), then subscribe again, on the new owner.
  */
 function followSlotMoves(
   subscriber: Cluster,
   wanted: (channel: string) => boolean,
   unprefixed: (channel: string) => string,
 ): void {
-  subscriber.on('nodeError', (error: unknown) => {
+  subscriber.on('nodeError', (error: unknown, node: unknown) => {
     const pushed = /Last reply: sunsubscribe,(.*),\d+$/s.exec(String((error as Error)?.message));
     if (!pushed || !wanted(pushed[1])) return;
-    subscriber.refreshSlotsCache(() => {
-      // Not awaited: a subscription that meets MOVED is redone by ioredis, never answered here.
-      if (wanted(pushed[1])) subscriber.ssubscribe(unprefixed(pushed[1])).catch(() => undefined);
-    });
+    const channel = pushed[1];
+    const slot = clusterSlot(channel);
+    let tries = 0;
+    const follow = (): void =>
+      subscriber.refreshSlotsCache(() => {
+        if (!wanted(channel)) return;
+        if (subscriber.slots?.[slot]?.[0] === node && ++tries < 20) {
+          setTimeout(follow, 100).unref();
+          return;
+        }
+        // Not awaited: a subscription that meets MOVED is redone by ioredis, never answered here.
+        subscriber.ssubscribe(unprefixed(channel)).catch(() => undefined);
+      });
+    follow();
   });
 }
 
