@@ -58,6 +58,9 @@ describe('refusedUnrun', () => {
     new Error('Redis release failed', {
       cause: new Error('Too many Cluster redirections. Last error: ReplyError: MOVED 7562 h:1'),
     }),
+    new Error(
+      'Too many Cluster redirections. Last error: ReplyError: NOSCRIPT No matching script. Please use EVAL.',
+    ),
   ])('knows "%s" was refused before it ran', (error) => {
     expect(refusedUnrun(error)).toBe(true);
   });

@@ -45,8 +45,12 @@ function replyCode(message: string): string {
  * busy script. Not READONLY or NOREPLICAS, which a script can meet after its first write.
  */
 const UNRUN_CODES = new Set(['TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'LOADING', 'BUSY']);
+/**
+ * ioredis gave up following a Cluster's redirects (after TRYAGAIN it tries a random node, which may
+ * answer MOVED, ASK or NOSCRIPT): the last answer, a refusal too, says so.
+ */
 const REDIRECTS =
-  /^Too many Cluster redirections\. Last error: ReplyError: (MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
+  /^Too many Cluster redirections\. Last error: ReplyError: (MOVED|ASK|TRYAGAIN|CLUSTERDOWN|NOSCRIPT)\b/;
 
 /**
  * Whether `error` (or the error it wraps, as `cause`) says Redis refused the command without
