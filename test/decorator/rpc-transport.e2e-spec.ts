@@ -63,7 +63,7 @@ class OrderHandlers {
   /** Keyed from the value the handler receives: `'007'` becomes `7` before the lock is taken. */
   @MessagePattern('account.read')
   @Locked('account:<id>')
-  account(@Payload('id', ParseIntPipe) id: number): { id: number; key: string } {
+  async account(@Payload('id', ParseIntPipe) id: number): Promise<{ id: number; key: string }> {
     return { id, key: currentLock()!.key };
   }
 
