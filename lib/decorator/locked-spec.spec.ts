@@ -89,6 +89,12 @@ class Routes {
     return id;
   }
 
+  @Post('bad-fn')
+  @Locked((() => undefined) as unknown as LockKeyFactory)
+  async badFn() {
+    return undefined;
+  }
+
   @MessagePattern('order')
   @Locked('o:<orderId>:<data.user.id>:<user.id>')
   async message(@Payload() dto: { orderId: string }) {
@@ -142,8 +148,8 @@ describe('keys of handler calls, from the arguments the handler receives (keyFro
       'fn:http:7',
     );
     expect(() =>
-      keyFromRoute(spec(Routes, 'fn'), [undefined], context('http', request, Routes, 'fn')),
-    ).not.toThrow();
+      keyFromRoute(spec(Routes, 'badFn'), [], context('http', request, Routes, 'badFn')),
+    ).toThrow(/key function of @Locked\(\) on Routes.badFn returned undefined/);
   });
 
   describe('rejects at bootstrap (RedisLockConfigError)', () => {
@@ -179,6 +185,25 @@ describe('keys of handler calls, from the arguments the handler receives (keyFro
       expect(check(C, 'm')).toThrow(
         /C\.m: <userId> matches no parameter .*<params\.userId>, <body\.userId>, <query\.userId>, <user\.userId>, <dto\.userId>/,
       );
+    });
+
+    it('says when a wrapping decorator below hid the parameter names', () => {
+      const hide: MethodDecorator = (_target, _key, descriptor) => {
+        const inner = descriptor.value as unknown as (...args: unknown[]) => unknown;
+        (descriptor as PropertyDescriptor).value = function (...args: unknown[]) {
+          return inner.apply(this, args);
+        };
+      };
+      @Controller()
+      class C {
+        @Post(':id')
+        @Locked('k:<orderId>')
+        @hide
+        async m(@Param('id') orderId: string) {
+          return orderId;
+        }
+      }
+      expect(check(C, 'm')).toThrow(/argument 0 \(@Param\('id'\)\).*could not be read/);
     });
 
     it('a route param the path does not have, unless a parameter binds it', () => {

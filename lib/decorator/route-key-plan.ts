@@ -113,6 +113,7 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
       plan.spec.where,
       suggestions(placeholder.path, plan),
       plan.parameters.map((parameter) => describe({ parameter, path: [] })),
+      namesHidden(plan),
     ),
   );
 }
@@ -185,6 +186,13 @@ function payloadReader(path: readonly string[], plan: PlanContext): KeyReader {
         : context.switchToWs().getData(),
       path,
     );
+}
+
+/** True when the method's own parameter names are unknown: `(...args)` is a wrapper's signature. */
+function namesHidden({ spec, parameters }: PlanContext): boolean {
+  const bindings = [...(spec.params?.values() ?? [])];
+  const wrapped = bindings.length === 1 && bindings[0].rest === true && bindings[0].index === 0;
+  return parameters.length > 0 && (!spec.params || wrapped);
 }
 
 /** What an unknown bare name could have meant, most likely first. */

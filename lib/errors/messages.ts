@@ -38,11 +38,16 @@ export const messages = {
     where: string,
     meant: string[],
     parameters: string[],
+    namesHidden: boolean,
   ) =>
     `Lock key template "${template}" on ${where}: <${placeholder}> matches no parameter of the ` +
     `handler (${parameters.length ? `parameters: ${parameters.join(', ')}` : 'it has no bound parameters'}). ` +
     `A bare name must be a parameter's name or the name its decorator gives it (@Param('x') answers ` +
-    `to <x>); otherwise name the source. Did you mean ${meant.join(', ')}?`,
+    `to <x>); otherwise name the source. Did you mean ${meant.join(', ')}?` +
+    (namesHidden
+      ? ' The parameter names could not be read (another decorator may wrap the method): put ' +
+        '@Locked() closest to the method, or use the names the parameter decorators give.'
+      : ''),
   unknownRouteParam: (template: string, placeholder: string, where: string, params: string[]) =>
     `Lock key template "${template}" on ${where}: <${placeholder}> names no param of the route ` +
     `(route params: ${params.length ? params.join(', ') : 'none'}). Fix the name; for a param a ` +
