@@ -32,6 +32,8 @@ afterAll(() => jest.restoreAllMocks());
 /** What one partition run saw, in ms from the moment the primary was cut off. */
 interface Run {
   x: LockHandle;
+  /** Y's lock on the promoted replica. */
+  y: LockHandle;
   /** The sentinels named the replica as the primary. */
   promoted: number;
   /** Y was granted the key on the new primary. */
@@ -61,6 +63,7 @@ async function partition(topology: SentinelTopology): Promise<Run> {
   expect(await nodeCommand(topology.replica.port, 'GET', `${prefix}{split}`)).toBe(granted.token);
   return {
     x,
+    y: granted,
     promoted,
     yGranted,
     get xLost() {
@@ -98,13 +101,16 @@ describe('Sentinel, primary partitioned from sentinels and replica, not from its
     // After the heal the sentinels turn the old primary into a replica: X learns then.
     await waitFor(() => run.x.signal.aborted, 30_000, 20);
     report('no min-replicas, after heal', run);
+    expect(await run.y.release()).toBe(true);
   }, 60_000);
 });
 
 describe('Sentinel, the same partition with min-replicas-to-write 1 and min-replicas-max-lag 1', () => {
   let topology: SentinelTopology;
+  /** Longer than ttl + max lag + 2 s, the most the old holder can go on renewing. */
+  const downAfter = 4_000;
   beforeAll(async () => {
-    topology = await startSentinelTopology({ proxyPrimaryLinks: true, downAfter: 1_000 });
+    topology = await startSentinelTopology({ proxyPrimaryLinks: true, downAfter });
     // On the primary only: promoted, the lone replica has no replica of its own to count, and
     // would refuse every write (with more replicas, configure every node alike).
     const { port } = topology.primary;
@@ -126,16 +132,20 @@ describe('Sentinel, the same partition with min-replicas-to-write 1 and min-repl
     await topology?.stop();
   });
 
-  it('the old holder loses its lock during the partition, within ttl + max lag + 2 s', async () => {
+  it('the old holder loses its lock within ttl + max lag + 2 s: before the promotion when the sentinels wait longer', async () => {
     const run = await partition(topology);
     // The isolated primary refuses writes (NOREPLICAS) once its replica's acknowledgements are
     // older than the max lag; X's renewals fail and its local deadline ends the lock.
-    await waitFor(() => run.x.signal.aborted, TTL + MAX_LAG_S * 1_000 + 4_000, 20);
+    await waitFor(() => run.x.signal.aborted, TTL + MAX_LAG_S * 1_000 + downAfter, 20);
     report('min-replicas', run);
     expect(run.x.signal.reason).toBeInstanceOf(LockLostError);
     expect((run.x.signal.reason as LockLostError).reason).toBe('deadline');
     // Replica acknowledgements arrive each second and the primary counts them each second.
     expect(run.xLost!).toBeLessThanOrEqual(TTL + MAX_LAG_S * 1_000 + 2_000);
+    // Sentinel's down-after outlasts that: the old holder had given the lock up before Y got it.
+    expect(run.xLost!).toBeLessThan(run.promoted);
+    expect(run.xLost!).toBeLessThan(run.yGranted);
     topology.primaryLinks!.heal();
+    expect(await run.y.release()).toBe(true);
   }, 60_000);
 });
