@@ -5,7 +5,7 @@
  * that wait for replicas never hold up the renewals and releases of other locks.
  */
 import { Logger } from '@nestjs/common';
-import { RedisUnavailableError, type LockHandle } from 'nestjs-redis-lock';
+import { LockService, RedisUnavailableError, type LockHandle } from 'nestjs-redis-lock';
 import { lockServices, redisKeyOf } from '../support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis-server';
 import { closeAllProxies, startTcpProxy } from '../support/tcp-proxy';
@@ -117,4 +117,23 @@ describe('replicaAck: a stalled replica', () => {
     }
     expect(await held.release()).toBe(true);
   }, 30_000);
+});
+
+describe('replicaAck: its connections', () => {
+  it('closes the connections it opened for grants when the service closes', async () => {
+    const clients = async (): Promise<number> =>
+      Number(/connected_clients:(\d+)/.exec(String(await nodeCommand(primary.port, 'INFO')))![1]);
+    const before = await clients();
+    const locks = new LockService({
+      redis: primary.url,
+      prefix,
+      replicaAck: { minReplicas: 1, timeout: 1_000 },
+    });
+    const held = await Promise.all(['p', 'q'].map((key) => locks.acquire(`close:${key}`)));
+    await Promise.all(held.map((lock) => lock.release()));
+    // The service's own connection, its subscriber and at least one connection for grants.
+    expect(await clients()).toBeGreaterThanOrEqual(before + 2);
+    await locks.close();
+    await waitFor(async () => (await clients()) <= before, 5_000, 20);
+  });
 });
