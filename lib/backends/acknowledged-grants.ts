@@ -104,6 +104,11 @@ export class AcknowledgedGrants {
       // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
       connection.client.on('error', () => undefined);
       connection.client.on('close', () => connection.resets++);
+      // Ended for good (a retryStrategy that gave up): later grants get a fresh connection.
+      connection.client.on('end', () => {
+        const at = this.pool.indexOf(connection);
+        if (at >= 0) this.pool.splice(at, 1);
+      });
       this.pool.push(connection);
       return connection;
     }
