@@ -3,6 +3,7 @@ export { RedisLockModule } from './module/redis-lock.module';
 export { REDIS_LOCK_OPTIONS } from './module/redis-lock.module-definition';
 export type {
   ClusterConnectionOptions,
+  LockErrorDetails,
   LockExceptionFactory,
   LockFailure,
   OnBusyPolicy,
@@ -11,6 +12,7 @@ export type {
   RedlockOptions,
   ReplicaAckOptions,
   ResolvedRedisLockOptions,
+  StartupCheckMode,
 } from './module/redis-lock-options';
 export {
   LockService,
@@ -19,7 +21,13 @@ export {
   type WithLockOptions,
 } from './lock.service';
 export type { LockHandle } from './engine/lock-handle';
-export { Locked, type LockedOptions, type LockKeyFactory } from './decorator/locked.decorator';
+export {
+  Locked,
+  type LockableMethod,
+  type LockedMethodDecorator,
+  type LockedOptions,
+  type LockKeyFactory,
+} from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
 export type { LockSkippedAck } from './decorator/locked-response';
 export { LockExceptionFilter } from './http/lock-exception.filter';

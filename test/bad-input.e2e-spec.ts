@@ -3,11 +3,17 @@
  * keys and options are rejected before any Redis call, a malformed URL at construction, and an
  * unreachable Redis fails within the time budget instead of hanging.
  */
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import {
   LockKeyError,
   LockService,
+  Locked,
   RedisLockConfigError,
+  RedisLockModule,
   RedisUnavailableError,
+  type LockedOptions,
+  type RedisLockModuleOptions,
 } from 'nestjs-redis-lock';
 import Redis from 'ioredis';
 import { freePort } from './support/free-port';
@@ -118,11 +124,28 @@ describe('bad options', () => {
     ['wait', -1],
     ['commandTimeout', 0],
     ['prefix', ''],
+    ['startupCheck', 'loud'],
+    ['startupCheck', true],
   ])('rejects %s = %p at construction with RedisLockConfigError', (name, value) => {
     expect(() => new LockService({ redis: server.url, [name]: value })).toThrow(
       RedisLockConfigError,
     );
   });
+
+  it.each([
+    ['replicaAck.timeout', { minReplicas: 1, timeout: 0.5 }],
+    ['replicaAck.timeout', { minReplicas: 1, timeout: 99.9 }],
+    ['replicaAck.minReplicas', { minReplicas: 1.5, timeout: 100 }],
+  ])(
+    'rejects a fractional %s at construction, not at every grant (WAIT takes integers)',
+    async (_, replicaAck) => {
+      let created: LockService | undefined;
+      expect(() => (created = new LockService({ redis: server.url, replicaAck }))).toThrow(
+        RedisLockConfigError,
+      );
+      await created?.close();
+    },
+  );
 
   it.each(['redis//nope', 'http://127.0.0.1:6379', 'not a url', ''])(
     'rejects the Redis URL %p at construction with RedisLockConfigError',
@@ -130,6 +153,97 @@ describe('bad options', () => {
       expect(() => new LockService({ redis: url })).toThrow(RedisLockConfigError);
     },
   );
+});
+
+describe('unknown options', () => {
+  /** Options as a JavaScript caller (or a config object typed loosely) could pass them. */
+  const loose = (options: object): RedisLockModuleOptions => options as RedisLockModuleOptions;
+
+  /** Bootstraps an app importing `lockModule`; resolves what bootstrap failed with, if anything. */
+  async function bootstrapFailure(lockModule: ReturnType<typeof RedisLockModule.forRoot>) {
+    @Module({ imports: [lockModule] })
+    class AppModule {}
+    let app: Awaited<ReturnType<typeof NestFactory.createApplicationContext>> | undefined;
+    try {
+      app = await NestFactory.createApplicationContext(AppModule, {
+        logger: false,
+        abortOnError: false,
+      });
+      return undefined;
+    } catch (error) {
+      return error;
+    } finally {
+      await app?.close();
+    }
+  }
+
+  it('refuses an unknown key in new LockService() and names the closest valid one', () => {
+    let error: unknown;
+    try {
+      services.create(loose({ keyPrefix: 'orders:' }));
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(RedisLockConfigError);
+    expect((error as Error).message).toMatch(/`keyPrefix`.*did you mean `prefix`\?/);
+  });
+
+  it('fails the bootstrap of forRoot() with an unknown key', async () => {
+    const error = await bootstrapFailure(
+      RedisLockModule.forRoot(loose({ redis: server.url, keyPrefix: 'orders:' })),
+    );
+    expect(error).toBeInstanceOf(RedisLockConfigError);
+    expect((error as Error).message).toMatch(/did you mean `prefix`\?/);
+  });
+
+  it('fails the bootstrap of forRootAsync() whose factory returns an unknown key', async () => {
+    const error = await bootstrapFailure(
+      RedisLockModule.forRootAsync({
+        useFactory: () => loose({ redis: server.url, comandTimeout: 500 }),
+      }),
+    );
+    expect(error).toBeInstanceOf(RedisLockConfigError);
+    expect((error as Error).message).toMatch(/`comandTimeout`.*did you mean `commandTimeout`\?/);
+  });
+
+  it('still accepts isGlobal, which belongs to the module definition', async () => {
+    expect(
+      await bootstrapFailure(RedisLockModule.forRoot({ redis: server.url, isGlobal: false })),
+    ).toBeUndefined();
+  });
+
+  it('refuses unknown keys inside redlock, replicaAck and cluster', () => {
+    const nodes = [server.url, server.url, server.url];
+    for (const [options, hint] of [
+      [{ redlock: { nodes, nodeTimout: 100 } }, 'nodeTimeout'],
+      [
+        { redis: server.url, replicaAck: { minReplicas: 1, timeout: 10, replicas: 1 } },
+        'minReplicas',
+      ],
+      [{ cluster: { nodes: [{ port: 1 }], option: {} } }, 'options'],
+    ] as const) {
+      expect(() => services.create(loose(options))).toThrow(
+        new RegExp(`did you mean \`${hint}\`\\?`),
+      );
+    }
+  });
+
+  it('lists the valid options when no name is close', () => {
+    expect(() => services.create(loose({ colour: 'blue' }))).toThrow(
+      /`colour` is not an option.*\bprefix\b.*\bcommandTimeout\b/s,
+    );
+  });
+
+  it('refuses an unknown @Locked option at class definition, naming the method', () => {
+    const options = { wiat: 1_000 } as LockedOptions;
+    expect(() => {
+      class Orders {
+        @Locked('order', options)
+        async create(): Promise<void> {}
+      }
+      return Orders;
+    }).toThrow(/Orders\.create.*`wiat`.*did you mean `wait`\?/);
+  });
 });
 
 describe('an unreachable Redis', () => {

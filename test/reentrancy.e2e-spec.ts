@@ -241,7 +241,7 @@ describe('counted holds through @Locked', () => {
 
     @Post(':userId')
     @Locked('import:<userId>')
-    launch(@Param('userId') userId: string): { started: true } {
+    async launch(@Param('userId') userId: string): Promise<{ started: true }> {
       this.jobs.running = this.jobs.run(userId); // not awaited: the response goes out first
       return { started: true };
     }

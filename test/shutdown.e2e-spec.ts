@@ -7,6 +7,7 @@
 import {
   Controller,
   Injectable,
+  Logger,
   Param,
   Post,
   type INestApplication,
@@ -204,7 +205,7 @@ describe('app.close() with a @Locked provider method running', () => {
   class JobsController {
     @Post(':id')
     @Locked('job:<id>')
-    start(@Param('id') id: string): string {
+    async start(@Param('id') id: string): Promise<string> {
       return id;
     }
   }
@@ -230,10 +231,21 @@ describe('app.close() with a @Locked provider method running', () => {
     await started.opened;
     const closed = app.close();
     expect(await tryDuring(other, 'nightly', 300)).toBeNull();
-    // The HTTP server still answers during the grace; a locked route is refused with a 503.
+    // The HTTP server still answers during the grace; a locked route is refused with a 503,
+    // whose reason is logged.
+    const warnings: string[] = [];
+    const warned = jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((line: unknown) => void warnings.push(String(line)));
     const refused = await request(server).post('/jobs/2');
+    warned.mockRestore();
     expect(refused.status).toBe(503);
-    expect(refused.body.message).toMatch(/shutting down/);
+    expect(refused.body).toEqual({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'The service is temporarily unavailable. Try again later.',
+    });
+    expect(warnings).toContainEqual(expect.stringMatching(/answered 503: .*shutting down/));
     finish.release();
     await expect(run).resolves.toBe('ran');
     await closed;

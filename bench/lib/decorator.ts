@@ -103,7 +103,7 @@ export async function s5Once(
 
     @Get('locked/:id')
     @Locked('bench:<id>')
-    locked(@Param('id') id: string) {
+    async locked(@Param('id') id: string) {
       return { id };
     }
   }

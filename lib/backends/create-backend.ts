@@ -1,39 +1,50 @@
 import { Cluster } from 'ioredis';
 import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
-import { openRedisConnection } from '../redis/redis-client';
+import { ClientWatch, ConnectionWatch } from '../redis/connection-watch';
+import { openRedisConnection, type RedisConnection } from '../redis/redis-client';
 import type { LockBackend } from './lock-backend';
 import { RedisBackend } from './redis.backend';
 import { RedlockBackend } from './redlock.backend';
+import { RedlockNode } from './redlock-node';
+
+/** A backend and the watch over the connections it uses. */
+export interface CreatedBackend {
+  backend: LockBackend;
+  connections: ConnectionWatch;
+}
 
 /** Picks the backend the options describe: Redlock nodes, a Cluster, or one Redis. */
-export function createBackend(options: ResolvedRedisLockOptions): LockBackend {
+export function createBackend(options: ResolvedRedisLockOptions): CreatedBackend {
   if (options.redlock) {
     const { nodes, nodeTimeout = 200, driftFactor = 0.01 } = options.redlock;
-    return new RedlockBackend(
-      nodes.map(
-        (node) =>
-          new RedisBackend(
-            openRedisConnection(node),
-            options.commandTimeout,
-            options.fenceRetention,
-          ),
+    const restartGrace = options.redlock.restartGrace ?? options.ttl;
+    const connections = nodes.map((node) => openRedisConnection(node));
+    const watches = connections.map((connection) => new ClientWatch(connection.client));
+    const redlockNodes = connections.map((connection) => {
+      const { commandTimeout, fenceRetention } = options;
+      const backend = new RedisBackend(connection, commandTimeout, fenceRetention);
+      return new RedlockNode(backend, connection.client, restartGrace, fenceRetention);
+    });
+    return {
+      backend: new RedlockBackend(redlockNodes, nodeTimeout, driftFactor, options.ttl),
+      connections: new ConnectionWatch(
+        watches,
+        Math.floor(nodes.length / 2) + 1,
+        `Redlock over ${nodes.length} nodes (${watches.map((watch) => watch.address).join(', ')})`,
       ),
-      nodeTimeout,
-      driftFactor,
-    );
+    };
   }
-  if (options.cluster) {
-    const client = new Cluster(options.cluster.nodes, options.cluster.options);
-    return new RedisBackend(
-      { client, owned: true },
+  const connection: RedisConnection = options.cluster
+    ? { client: new Cluster(options.cluster.nodes, options.cluster.options), owned: true }
+    : openRedisConnection(options.redis);
+  const watch = new ClientWatch(connection.client);
+  return {
+    backend: new RedisBackend(
+      connection,
       options.commandTimeout,
       options.fenceRetention,
-    );
-  }
-  return new RedisBackend(
-    openRedisConnection(options.redis),
-    options.commandTimeout,
-    options.fenceRetention,
-    options.replicaAck,
-  );
+      options.replicaAck,
+    ),
+    connections: new ConnectionWatch([watch], 1, watch.address),
+  };
 }

@@ -28,6 +28,8 @@ export interface RenewableLease {
   readonly token: string;
   /** The lease length (ms) to renew it to. */
   readonly lease: number;
+  /** Its fence: Redlock raises a repaired node's counter to it. */
+  readonly fence: number;
 }
 
 /**

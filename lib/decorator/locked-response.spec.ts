@@ -8,31 +8,31 @@ import { getResponseBinding, runHeldCall, type ResponseBinding } from './locked-
 class Handlers {
   @Post('a')
   @Locked('a')
-  returns(): string {
+  async returns(): Promise<string> {
     return 'a';
   }
 
   @Post('b')
   @Locked('b')
-  replies(@Res() res: unknown): void {
+  async replies(@Res() res: unknown): Promise<void> {
     void res;
   }
 
   @Post('c')
   @Locked('c')
-  passesThrough(@Res({ passthrough: true }) res: unknown): void {
+  async passesThrough(@Res({ passthrough: true }) res: unknown): Promise<void> {
     void res;
   }
 
   @Post('d')
   @Locked('d')
-  hands(@Next() next: unknown): void {
+  async hands(@Next() next: unknown): Promise<void> {
     void next;
   }
 
   @SubscribeMessage('e')
   @Locked('e')
-  acks(@MessageBody() data: unknown, @Ack() ack: unknown): void {
+  async acks(@MessageBody() data: unknown, @Ack() ack: unknown): Promise<void> {
     void data;
     void ack;
   }

@@ -10,6 +10,7 @@ import {
 } from '../keys/key-template';
 import { readParamBindings, type ParamBinding } from '../keys/param-names';
 import type { RunLockedOptions } from '../locking/run-locked';
+import type { OptionNames } from '../module/known-options';
 
 /**
  * A key function: on a provider method it receives the method's arguments; on a controller
@@ -19,6 +20,17 @@ export type LockKeyFactory = (...args: never[]) => string;
 
 /** Options of `@Locked()`; unset fields take the `RedisLockModule` defaults. */
 export type LockedOptions = Omit<RunLockedOptions, 'signal'>;
+
+/** Every `@Locked()` option name, so a misspelt one fails at class definition. */
+export const LOCKED_OPTION_NAMES: OptionNames<LockedOptions> = {
+  ttl: true,
+  wait: true,
+  renew: true,
+  maxHold: true,
+  onBusy: true,
+  onLost: true,
+  reentrant: true,
+};
 
 /** Everything `@Locked` knows about one method, computed once at decoration time. */
 export interface LockedSpec {

@@ -67,7 +67,7 @@ describe('@Locked at decoration time', () => {
     expect(() => {
       class Target {
         @Locked('order:<a><b>')
-        run(a: string, b: string): string {
+        async run(a: string, b: string): Promise<string> {
           return a + b;
         }
       }

@@ -11,11 +11,13 @@ import {
   assertOneOf,
   assertPositive,
 } from '../module/resolve-options';
+import { assertKnownOptions } from '../module/known-options';
 import { boundLockService } from './locked-binding';
 import {
   createLockedSpec,
   keyFromArguments,
   LOCKED_METADATA,
+  LOCKED_OPTION_NAMES,
   type LockedOptions,
   type LockedSpec,
   type LockKeyFactory,
@@ -31,6 +33,20 @@ import { LockedInterceptor } from './locked.interceptor';
 export type { LockedOptions, LockKeyFactory };
 
 /**
+ * A method `@Locked` can decorate: one that returns a `Promise` or an `Observable`. A locked call
+ * has to wait for its lock, so a synchronous method would silently start returning a Promise;
+ * the type makes that a compile error instead (`async` the method).
+ */
+export type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown>;
+
+/** What `@Locked(...)` returns: a method decorator for {@link LockableMethod}s only. */
+export type LockedMethodDecorator = <T extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<T>,
+) => void;
+
+/**
  * Runs the method while holding a Redis lock on a key built from its arguments (providers) or
  * from the request (controller handlers), renewing the lease while it runs and releasing it after.
  *
@@ -39,6 +55,8 @@ export type { LockedOptions, LockKeyFactory };
  * - A function is the escape hatch: `(...args) => string` on providers, `(ctx) => string` on routes.
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
  *   `order:undefined`.
+ * - Only methods that return a Promise or an Observable compile: a locked call waits for its lock,
+ *   so a synchronous method (a route handler too) must be made `async`.
  * - Provider methods always return a Promise (they wait for the lock); methods declared to return
  *   `Observable` (a value import) hold the lock from subscribe until complete, error or
  *   unsubscribe. A method whose Observable return type the compiler did not record (an
@@ -59,14 +77,18 @@ export type { LockedOptions, LockKeyFactory };
  * async settle() { … }
  * ```
  */
-export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}): MethodDecorator {
+export function Locked(
+  key: string | LockKeyFactory,
+  options: LockedOptions = {},
+): LockedMethodDecorator {
   validateLockedOptions(options);
   return (target, propertyKey, descriptor) => {
     const where = `${describeTarget(target)}.${String(propertyKey)}`;
+    assertKnownOptions(`@Locked() on ${where}`, options, LOCKED_OPTION_NAMES);
     if (typeof descriptor?.value !== 'function') {
       throw new RedisLockConfigError(messages.notAMethod(where));
     }
-    const original = descriptor.value as (...args: unknown[]) => unknown;
+    const original = descriptor.value as unknown as (...args: unknown[]) => unknown;
     const returnsObservable =
       Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
     const spec = createLockedSpec(key, options, original, where, returnsObservable);
@@ -83,7 +105,7 @@ export function Locked(key: string | LockKeyFactory, options: LockedOptions = {}
     defineResponseBinding(wrapper, binding);
     // Mutate the descriptor (never return a new one), so decorators above see the wrapper.
     (descriptor as TypedPropertyDescriptor<unknown>).value = wrapper;
-    UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor);
+    UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor as PropertyDescriptor);
   };
 }
 

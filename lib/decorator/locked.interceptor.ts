@@ -10,7 +10,8 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { concat, defer, EMPTY, of, tap, throwError, type Observable } from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
-import { isLockFailure, toLockHttpException } from '../http/lock-http-exception';
+import { handlerName, httpAnswer, logLockFailure } from '../http/lock-failure-answer';
+import { headersSent, isLockFailure, toLockHttpException } from '../http/lock-http-exception';
 import { LockService } from '../lock.service';
 import type { LockFailure } from '../module/redis-lock-options';
 import { lockContext } from '../locking/lock-context';
@@ -157,17 +158,23 @@ export class LockedInterceptor implements NestInterceptor {
     return toLockHttpException(error, context, this.locks!.options);
   }
 
+  /** Shapes a lock failure for the caller, and logs (once) the detail the answer leaves out. */
   private mapError(error: unknown, context: ExecutionContext, key?: string): unknown {
     if (!isLockFailure(error)) return error;
     const type = context.getType();
-    if (type === 'http') return this.toHttpException(error, context);
-    // An event's caller hears nothing back, so its lock failure is logged.
     const handler = context.getHandler();
-    if (type === 'rpc' && isEventHandler(handler)) {
-      logEventFailure(error, handler, getLockedSpec(handler)?.where ?? handler.name, key);
+    const where = getLockedSpec(handler)?.where ?? handlerName(context);
+    if (type === 'http') {
+      const exception = this.toHttpException(error, context);
+      const started = headersSent(context.switchToHttp().getResponse());
+      logLockFailure(error, where, httpAnswer(exception, started));
+      return exception;
     }
+    if (type !== 'rpc' && type !== 'ws') return error;
+    // An event's caller hears nothing back: this line is the failure's whole trace.
+    if (type === 'rpc' && isEventHandler(handler)) logEventFailure(error, handler, where, key);
+    else logLockFailure(error, where, 'with LockTransportError data');
     // Microservices and gateways: the transport's exception carries the failure as data.
-    if (type === 'rpc' || type === 'ws') return toTransportException(error, type);
-    return error;
+    return toTransportException(error, type, this.locks!.options.errorDetails);
   }
 }

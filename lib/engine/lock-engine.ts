@@ -8,6 +8,7 @@ import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import type { ConnectionWatch } from '../redis/connection-watch';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
@@ -40,6 +41,8 @@ export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: num
  */
 export class LockEngine implements LockOperations {
   readonly events = new EventEmitter();
+  /** The connections' health: lock calls fail at once, with the cause, while they cannot work. */
+  readonly connections: ConnectionWatch;
   private readonly backend: LockBackend;
   private readonly logger = new Logger('RedisLock');
   private readonly watchdog: Watchdog;
@@ -69,7 +72,7 @@ export class LockEngine implements LockOperations {
 
   constructor(readonly options: ResolvedRedisLockOptions) {
     this.waiterTtl = Math.ceil(Math.max(1_000, 2 * options.commandTimeout));
-    this.backend = createBackend(options);
+    ({ backend: this.backend, connections: this.connections } = createBackend(options));
     this.watchdog = new Watchdog((locks) => this.renewLeases(locks), this.logger);
     this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
   }
@@ -109,6 +112,8 @@ export class LockEngine implements LockOperations {
         return outcome;
       } catch (error) {
         if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
+        // Never connected, or turned away for good (credentials): waiting will not help.
+        if (this.connections.unavailable()) throw error;
         unavailable = error;
         return Math.min(50 * 2 ** failures++, 1_000);
       }
@@ -309,6 +314,8 @@ export class LockEngine implements LockOperations {
     queue: boolean,
   ): Promise<HeldLock | number> {
     if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
+    const down = this.connections.unavailable();
+    if (down) throw down; // not even queued: no late grant to undo
     if (fair) return this.attemptFair(request, keys, fair, queue);
     const token = newToken();
     const sentAt = monotonicNow();
@@ -473,7 +480,10 @@ export class LockEngine implements LockOperations {
 
   /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */
   private cleanUp(command: Promise<unknown>, what?: string): void {
-    const done: Promise<void> = withTimeout(command, 2 * this.options.commandTimeout, 'clean-up')
+    // Guarded: a command queued on a connection that never came up must not hold close() up;
+    // if it runs later after all, the lock's TTL bounds what it leaves.
+    const guarded = this.connections.guard(command);
+    const done: Promise<void> = withTimeout(guarded, 2 * this.options.commandTimeout, 'clean-up')
       .then(
         () => undefined,
         (error: unknown) => {
@@ -486,7 +496,11 @@ export class LockEngine implements LockOperations {
 
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
   private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
-    return withTimeout(command, this.options.commandTimeout, operation).catch((error: unknown) => {
+    const guarded = this.connections.guard(command);
+    return withTimeout(guarded, this.options.commandTimeout, operation).catch((error: unknown) => {
+      // A queued command flushed with the credentials error, or timed out meanwhile: say why.
+      const down = this.connections.unavailable();
+      if (down) throw down;
       if (error instanceof RedisLockError) throw error;
       const code = finalReplyErrorCode(error);
       if (code !== undefined) {

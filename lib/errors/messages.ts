@@ -37,12 +37,38 @@ export const messages = {
     `The key function of @Locked() on ${where} returned ${what}; it must return a non-empty string.`,
   badOption: (name: string, value: unknown, expected: string) =>
     `Lock option \`${name}\` is ${describe(value)}; expected ${expected}.`,
+  unknownOption: (where: string, name: string, closest: string | undefined, valid: string[]) =>
+    `${where}: \`${name}\` is not an option` +
+    (closest ? `; did you mean \`${closest}\`?` : '.') +
+    ` Valid options: ${valid.join(', ')}.`,
   badRedisUrl: (url: string) =>
     `RedisLockModule option \`redis\` is "${url}", not a valid Redis URL. ` +
     'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',
   redisUnavailable: (operation: string, ms: number) =>
     `Redis did not answer ${operation} within ${ms} ms. Check that Redis is running and that ` +
     'the `redis` option (REDIS_URL) points at it; raise `commandTimeout` for a slow link.',
+  connectionFailed: (address: string, reason: string, detail: string, advice: string) =>
+    `Redis ${address}: ${reason} (${detail}). ${advice}`,
+  credentialsAdvice: () =>
+    'Check the username and password in the `redis` option (redis://user:password@host:port).',
+  aclAdvice: () =>
+    "Grant the Redis user the lock's commands: +evalsha +eval +exists +subscribe (+info for " +
+    "ioredis' ready check) and, inside the scripts, +get +set +pexpire +pttl +incr +del +publish " +
+    '+time, on the lock prefix (keys and channels).',
+  startupAnswered: (target: string, ms: number, details: string) =>
+    `Redis ${target} answered in ${Math.round(ms)} ms${details}; lock commands work.`,
+  startupNoAnswer: (target: string, ms: number) =>
+    `Redis ${target} did not answer the startup check within ${ms} ms (\`commandTimeout\`). ` +
+    'Check that Redis runs there and that the `redis` option (REDIS_URL) points at it.',
+  startupFailed: (problem: string) =>
+    `Startup check: ${problem} Lock calls fail until this is fixed; set ` +
+    "`startupCheck: 'fail'` to stop the application from starting instead.",
+  startupNodeDown: (problem: string) =>
+    `Startup check: ${problem} Locks need a majority of the Redlock nodes; this one counts as a ` +
+    '"no" until it answers.',
+  evictingPolicy: (address: string, policy: string) =>
+    `Redis ${address} has maxmemory-policy ${policy}: under memory pressure it may evict lock ` +
+    'keys (each has a TTL) and let a second holder in. Set maxmemory-policy to noeviction.',
   /** `lock "a"`, or `3 locks ("a", …)` for a batch. */
   lockNames: (locks: readonly { key: string }[]) =>
     locks.length === 1 ? `lock "${locks[0].key}"` : `${locks.length} locks ("${locks[0].key}", …)`,
@@ -78,6 +104,27 @@ export const messages = {
     `The connection to Redis dropped while waiting for replicas to acknowledge the lock "${key}" ` +
     '(a failover?), so the answer may come from a primary that never had it; the grant was ' +
     'withdrawn. Retry the acquire.',
+  redlockNoQuorum: (key: string, nodes: number, quorum: number, tally: RedlockTally) =>
+    `Redlock could not tell whether "${key}" is free: ${tally.votes} of ${nodes} nodes granted it ` +
+    `in time, ${quorum} needed` +
+    (tally.restarted
+      ? `; ${tally.restarted} restarted within restartGrace and do not vote yet`
+      : '') +
+    (tally.refused ? `; ${tally.refused} hold it for someone else` : '') +
+    (tally.unanswered ? `; ${tally.unanswered} did not answer within nodeTimeout` : '') +
+    (tally.late ? `; the grant took ${tally.late} ms of its ttl, leaving no time to hold it` : '') +
+    (tally.unfenced ? '; too few of them confirmed its fence afterwards' : '') +
+    '. Check that a majority of the nodes is reachable and fast, and that ttl is well above ' +
+    'nodeTimeout; a node that just started votes once restartGrace has passed.',
+  redlockTtlTooShort: (ttl: number, nodeTimeout: number, drift: number) =>
+    `Redlock: ttl ${ttl} ms is short for nodeTimeout ${nodeTimeout} ms and a drift margin of ` +
+    `${Math.ceil(drift)} ms. A node that takes the whole nodeTimeout leaves a grant ` +
+    `${Math.floor(ttl - nodeTimeout - drift)} ms of validity, and a renewal sent every ttl / 3 ` +
+    'no time to answer: grants then fail (RedisUnavailableError) or are lost right after. Use a ' +
+    'ttl of at least 3 × (nodeTimeout + drift), or a lower nodeTimeout.',
+  redlockNoInfo: (reply: string) =>
+    `Redlock: a node refused INFO (${reply}), so its restarts cannot be told and its grants always ` +
+    'vote. Allow +info for the lock user, or keep a restarted node out for the longest ttl yourself.',
   notBound: (where: string) =>
     `@Locked() on ${where} ran, but no LockService is bound to this instance. Import ` +
     'RedisLockModule.forRoot() in the application, and let Nest create the instance (a provider or ' +
@@ -103,10 +150,8 @@ export const messages = {
     `@Locked() on event handler ${where} (${pattern}) has \`wait: 0\`: an event that arrives while ` +
     'another one on the same key runs is dropped (and logged). Set `@Locked(key, { wait })` so ' +
     "events on one key run one after another, or `onBusy: 'skip'` to drop duplicates on purpose.",
-  rpcLockFailure: (pattern: unknown, reason: string) =>
-    `Microservice handler${pattern === undefined ? '' : ` for ${JSON.stringify(pattern)}`} failed: ` +
-    `${reason} A message's caller receives it as LockTransportError data; an event's caller ` +
-    'receives nothing.',
+  rpcHandler: (pattern: unknown) =>
+    `Microservice handler${pattern === undefined ? '' : ` for ${JSON.stringify(pattern)}`}`,
   failedAfterResponseStarted: (reason: string) =>
     `${reason} The response had already started (a @Res() handler wrote to it), so no error ` +
     'status could be sent: it was ended as it was. Take locks before writing to the response.',
@@ -126,9 +171,38 @@ export const messages = {
     'shutdown begins (stop consumers and schedulers first), or retry on another instance.',
 };
 
+/** Why a Redlock acquire found no quorum: how many nodes voted, and what the others did. */
+export interface RedlockTally {
+  votes: number;
+  restarted: number;
+  refused: number;
+  unanswered: number;
+  /** Ms the grant took when a quorum granted but no validity was left, else 0. */
+  late: number;
+  /** A quorum granted, but fewer than a quorum confirmed the fence write-back. */
+  unfenced: boolean;
+}
+
 function describe(value: unknown): string {
   if (typeof value === 'string') return `"${value}"`;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (value === null) return 'null';
   return typeof value;
 }
+
+/**
+ * What callers are told about a lock failure by default (`errorDetails: 'safe'`): nothing about
+ * the request, the key or Redis, and no advice meant for developers — that goes to the log.
+ */
+export const publicMessages = {
+  busy: () => 'Another request is working on the same resource. Try again shortly.',
+  badRequest: () => 'The request is missing a value this operation needs, or a value is invalid.',
+  unavailable: () => 'The service is temporarily unavailable. Try again later.',
+  outcomeUnknown: () =>
+    'The request was processed, but its outcome could not be confirmed. Check the result before ' +
+    'repeating it.',
+};
+
+/** The log line that keeps what a lock failure's answer leaves out. */
+export const failureAnswered = (where: string, answer: string, error: Error): string =>
+  `${where} answered ${answer}: ${error.name}: ${error.message}`;

@@ -13,13 +13,14 @@ import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { messages } from '../errors/messages';
+import { messages, publicMessages } from '../errors/messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { LockService } from '../lock.service';
-import type { LockFailure } from '../module/redis-lock-options';
+import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
 import { resolveOptions } from '../module/resolve-options';
 import { toLockTransportError } from '../rpc/lock-transport-error';
+import { handlerName, httpAnswer, logLockFailure } from './lock-failure-answer';
 import { toLockHttpException } from './lock-http-exception';
 
 const logger = new Logger('RedisLock');
@@ -53,18 +54,22 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
 
   catch(error: LockFailure, host: ArgumentsHost): Observable<never> | void {
     const type = host.getType();
+    const options = this.locks?.options ?? resolveOptions();
     // Microservices send a filter's Observable error to the caller; an Error object would not
     // survive serialization, so the failure goes as data.
     if (type === 'rpc') {
       // The caller of a message gets the data; an event has no caller, so this line is its trace.
       const pattern = host.getArgByIndex<{ getPattern?: () => unknown }>(1)?.getPattern?.();
-      logger.warn(messages.rpcLockFailure(pattern, `${error.name}: ${error.message}`));
-      return throwError(() => toLockTransportError(error));
+      // At least a warning even when busy: for an event, the event was dropped.
+      const answer = "with LockTransportError data (an event's caller receives nothing)";
+      logLockFailure(error, messages.rpcHandler(pattern), answer, 'warn');
+      return throwError(() => toLockTransportError(error, options.errorDetails));
     }
     if (type === 'ws') {
       // As Nest's BaseWsExceptionFilter answers a WsException.
       const client = host.switchToWs().getClient<{ emit(event: string, data: unknown): unknown }>();
-      client.emit('exception', toLockTransportError(error));
+      logLockFailure(error, handlerName(host), 'with LockTransportError data');
+      client.emit('exception', toLockTransportError(error, options.errorDetails));
       return;
     }
     if (type !== 'http') throw error;
@@ -77,12 +82,18 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
       adapter.end(response);
       return;
     }
-    const options = this.locks?.options ?? resolveOptions();
     const mapped = toLockHttpException(error, host, options);
     const exception =
-      mapped instanceof HttpException ? mapped : new ServiceUnavailable(error.message);
+      mapped instanceof HttpException
+        ? mapped
+        : new ServiceUnavailable(safeMessage(error, options));
+    logLockFailure(error, handlerName(host), httpAnswer(exception));
     adapter.reply(response, exception.getResponse(), exception.getStatus());
   }
+}
+
+function safeMessage(error: LockFailure, options: ResolvedRedisLockOptions): string {
+  return options.errorDetails === 'detailed' ? error.message : publicMessages.unavailable();
 }
 
 /** What an `exceptionFactory` that returned no HttpException is answered with. */

@@ -1,10 +1,5 @@
-import {
-  BadRequestException,
-  HttpException,
-  InternalServerErrorException,
-  ServiceUnavailableException,
-  type ArgumentsHost,
-} from '@nestjs/common';
+import { HttpException, type ArgumentsHost } from '@nestjs/common';
+import { STATUS_CODES } from 'node:http';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
@@ -12,11 +7,12 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import { failureStatus, publicMessage } from './lock-failure-answer';
 
 /**
  * Seconds a client is told to wait on a busy lock. The holder's PTTL is only an upper bound (a
  * renewed lease always shows about `ttl`) and most locked work is short, so advise the smallest
- * value and report the bound in the body as `lockExpiresInMs`.
+ * value (detailed bodies report the bound as `lockExpiresInMs`).
  */
 const RETRY_AFTER_SECONDS = 1;
 
@@ -33,11 +29,11 @@ export function isLockFailure(error: unknown): error is LockFailure {
 
 /**
  * The HTTP answer to a lock failure: `Retry-After` on every busy answer whose headers are not sent
- * yet, then the module's `exceptionFactory` when set, else 409 (`busyStatus`) with a JSON body
- * naming the resource, 400 for a bad key, 500 when Redis refuses the command, 503 for a lost lock,
- * an unreachable Redis or a service shutting down. Never throws for a response that has started
- * already (an SSE stream whose headers went out while the lock was awaited): Nest then answers
- * with an error event.
+ * yet, then the module's `exceptionFactory` when set, else the status of `failureStatus` with a
+ * body in Nest's shape — a generic message by default, the error's own message (and, when busy,
+ * the key) with `errorDetails: 'detailed'`. Never throws for a response that has started already
+ * (an SSE stream whose headers went out while the lock was awaited): Nest then answers with an
+ * error event carrying the body's message.
  */
 export function toLockHttpException(
   error: LockFailure,
@@ -48,26 +44,18 @@ export function toLockHttpException(
     setHeader(host.switchToHttp().getResponse(), 'Retry-After', String(RETRY_AFTER_SECONDS));
   }
   if (options.exceptionFactory) return options.exceptionFactory(error, host);
-  if (error instanceof LockNotAcquiredError) {
-    return new HttpException(
-      {
-        statusCode: options.busyStatus,
-        error: 'Conflict',
-        message: error.message,
-        resource: error.key,
-        retryAfter: RETRY_AFTER_SECONDS,
-        lockExpiresInMs: error.retryAfterMs,
-      },
-      options.busyStatus,
-      { cause: error },
-    );
+  const status = failureStatus(error, options.busyStatus);
+  const body: Record<string, unknown> = {
+    statusCode: status,
+    error: STATUS_CODES[status] ?? 'Error',
+    message: options.errorDetails === 'detailed' ? error.message : publicMessage(error),
+  };
+  if (options.errorDetails === 'detailed' && error instanceof LockNotAcquiredError) {
+    body.resource = error.key;
+    body.retryAfter = RETRY_AFTER_SECONDS;
+    body.lockExpiresInMs = error.retryAfterMs;
   }
-  if (error instanceof LockKeyError)
-    return new BadRequestException(error.message, { cause: error });
-  // Redis refusing the command (a foreign key type, an ACL) is a server fault: retrying won't help.
-  if (error instanceof RedisCommandError)
-    return new InternalServerErrorException(error.message, { cause: error });
-  return new ServiceUnavailableException(error.message, { cause: error });
+  return new HttpException(body, status, { cause: error });
 }
 
 interface AnyResponse {

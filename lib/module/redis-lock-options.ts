@@ -26,6 +26,14 @@ export interface RedlockOptions {
    * @default 0.01
    */
   driftFactor?: number;
+  /**
+   * How long (ms) after a node (re)starts its grants do not count towards the quorum: a node that
+   * restarted without persistence has forgotten leases still running on the others. Set it to the
+   * longest lease any client takes (ttl or `extend()`); 0 turns the check off. A node's start comes
+   * from `INFO server` (the lock's Redis user needs +info).
+   * @default the module's `ttl`
+   */
+  restartGrace?: number;
 }
 
 /** Redis Cluster nodes to connect to (the module creates and closes the `Cluster`). */
@@ -36,6 +44,9 @@ export interface ClusterConnectionOptions {
 
 /** What a `@Locked` method does when the lock is busy after its `wait` budget. */
 export type OnBusyPolicy = 'throw' | 'skip';
+
+/** What the startup check does when Redis does not answer or refuses the lock's commands. */
+export type StartupCheckMode = 'warn' | 'fail' | 'off';
 
 /** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
 export type OnLostPolicy = 'throw' | 'log';
@@ -151,6 +162,17 @@ export interface RedisLockModuleOptions {
    */
   commandTimeout?: number;
   /**
+   * At startup (`onModuleInit`, bounded by `commandTimeout`) the module checks Redis: it logs one
+   * line with where it connects (never a password) and that Redis answered and ran a lock
+   * command, and warns when `maxmemory-policy` may evict lock keys. When Redis does not answer or
+   * refuses (connection refused, wrong password, an ACL without the lock's commands): `'warn'`
+   * logs the cause and the app starts (lock calls then fail with it at once); `'fail'` stops the
+   * bootstrap with that error; `'off'` skips the check (no line, no Redis call at startup).
+   * `new LockService()` outside Nest runs no check.
+   * @default 'warn'
+   */
+  startupCheck?: StartupCheckMode;
+  /**
    * Default of `@Locked({ onBusy })`: `'throw'` a `LockNotAcquiredError` (HTTP 409), or `'skip'`
    * the call and return `undefined` (for jobs that must run on one instance only).
    * @default 'throw'
@@ -184,12 +206,28 @@ export interface RedisLockModuleOptions {
    */
   busyStatus?: number;
   /**
-   * Builds the exception for a lock failure on an HTTP route. The default sends `busyStatus`
-   * (409) with `Retry-After` for a busy lock, 400 for a bad key, and 503 for a lost lock or an
-   * unreachable Redis.
+   * Builds the exception for a lock failure on an HTTP route, instead of the default answer:
+   * `busyStatus` (409) with `Retry-After` for a busy lock, 400 for a bad key, 503 when Redis is
+   * out of reach or refuses the command, 500 for a lock lost while the work ran. Its bodies are
+   * yours: the error it receives carries the key and Redis' reply, so leave them out of what
+   * clients see unless `errorDetails: 'detailed'` is what you want.
    */
   exceptionFactory?: LockExceptionFactory;
+  /**
+   * What callers are told about a lock failure — HTTP bodies, and `LockTransportError` data for
+   * microservice and WebSocket callers. `'safe'`: Nest's shape (`statusCode`, `error`, `message`)
+   * with a generic message, and the class name on transports; never the key (keys often hold
+   * e-mails or user ids), a Redis reply or advice meant for developers. `'detailed'`: also the
+   * error's own message, the key and when to retry — for development or trusted callers. Either
+   * way the detail is logged (context `RedisLock`) and the status is the same; an
+   * `exceptionFactory` decides HTTP bodies itself.
+   * @default 'safe'
+   */
+  errorDetails?: LockErrorDetails;
 }
+
+/** How much a lock failure's answer tells the caller: see `errorDetails`. */
+export type LockErrorDetails = 'safe' | 'detailed';
 
 /** Options with every default filled in and validated. */
 export type ResolvedRedisLockOptions = Required<Omit<RedisLockModuleOptions, OptionalFeature>> &

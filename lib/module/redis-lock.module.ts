@@ -5,6 +5,7 @@ import { LockedInterceptor } from '../decorator/locked.interceptor';
 import { LockService } from '../lock.service';
 import type { RedisLockModuleOptions } from './redis-lock-options';
 import { ConfigurableModuleClass, REDIS_LOCK_OPTIONS } from './redis-lock.module-definition';
+import { RedisLockStartupCheck } from './startup-check';
 
 /**
  * Provides `LockService`, binds every `@Locked` provider method at bootstrap, and provides the
@@ -31,6 +32,7 @@ import { ConfigurableModuleClass, REDIS_LOCK_OPTIONS } from './redis-lock.module
     },
     LockedExplorer,
     LockedInterceptor,
+    RedisLockStartupCheck,
   ],
   exports: [LockService, LockedInterceptor],
 })

@@ -2,7 +2,14 @@ import { MAX_TIMER_MS } from '../engine/clock';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { assertRedisUrl } from '../redis/redis-client';
-import type { RedisLockModuleOptions, ResolvedRedisLockOptions } from './redis-lock-options';
+import { assertKnownOptions, type OptionNames } from './known-options';
+import type {
+  ClusterConnectionOptions,
+  RedisLockModuleOptions,
+  RedlockOptions,
+  ReplicaAckOptions,
+  ResolvedRedisLockOptions,
+} from './redis-lock-options';
 
 /** The one place defaults live. */
 export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
@@ -15,16 +22,60 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   maxKeyLength: 512,
   commandTimeout: 2_000,
   shutdownGrace: 10_000,
+  startupCheck: 'warn',
   onBusy: 'throw',
   onLost: 'throw',
   reentrant: true,
   busyStatus: 409,
   fair: false,
   fenceRetention: 60_000,
+  errorDetails: 'safe',
 };
 
-/** Merges defaults and rejects bad values at startup, with a message that names the option. */
+/** Every option name, in the order the "valid options" hint lists them. */
+const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
+  redis: true,
+  cluster: true,
+  redlock: true,
+  replicaAck: true,
+  fair: true,
+  prefix: true,
+  ttl: true,
+  wait: true,
+  retryJitter: true,
+  maxKeyLength: true,
+  commandTimeout: true,
+  fenceRetention: true,
+  shutdownGrace: true,
+  maxHold: true,
+  startupCheck: true,
+  onBusy: true,
+  onLost: true,
+  reentrant: true,
+  busyStatus: true,
+  exceptionFactory: true,
+  errorDetails: true,
+};
+const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = { nodes: true, options: true };
+const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
+  nodes: true,
+  nodeTimeout: true,
+  driftFactor: true,
+  restartGrace: true,
+};
+const REPLICA_ACK_OPTION_NAMES: OptionNames<ReplicaAckOptions> = {
+  minReplicas: true,
+  timeout: true,
+};
+
+/**
+ * Merges defaults and rejects bad values at startup, with a message that names the option. The
+ * one path of `forRoot`, `forRootAsync` (the factory's result) and `new LockService()`.
+ */
 export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRedisLockOptions {
+  if (typeof options === 'object' && options !== null) {
+    assertKnownOptions('RedisLockModule', options, OPTION_NAMES);
+  }
   const defined = Object.fromEntries(
     Object.entries(options).filter(([, value]) => value !== undefined),
   ) as RedisLockModuleOptions;
@@ -58,6 +109,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertPositive('commandTimeout', resolved.commandTimeout);
   assertNonNegative('fenceRetention', resolved.fenceRetention);
   assertNonNegative('shutdownGrace', resolved.shutdownGrace);
+  assertOneOf('startupCheck', resolved.startupCheck, ['warn', 'fail', 'off']);
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   if (typeof resolved.fair !== 'boolean') {
@@ -86,6 +138,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
       messages.badOption('busyStatus', resolved.busyStatus, 'an HTTP error status (400-599)'),
     );
   }
+  assertOneOf('errorDetails', resolved.errorDetails, ['safe', 'detailed']);
   if (resolved.exceptionFactory !== undefined && typeof resolved.exceptionFactory !== 'function') {
     throw new RedisLockConfigError(
       messages.badOption('exceptionFactory', resolved.exceptionFactory, 'a function'),
@@ -96,6 +149,16 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
 
 function validateTopology(resolved: ResolvedRedisLockOptions): void {
   const { cluster, redlock, replicaAck } = resolved;
+  const nested: [string, unknown, object][] = [
+    ['cluster', cluster, CLUSTER_OPTION_NAMES],
+    ['redlock', redlock, REDLOCK_OPTION_NAMES],
+    ['replicaAck', replicaAck, REPLICA_ACK_OPTION_NAMES],
+  ];
+  for (const [name, value, known] of nested) {
+    if (typeof value === 'object' && value !== null) {
+      assertKnownOptions(`RedisLockModule option \`${name}\``, value, known);
+    }
+  }
   if (cluster && redlock) {
     throw new RedisLockConfigError(
       messages.badOption('cluster', 'set together with redlock', 'one of them'),
@@ -118,6 +181,9 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
     if (redlock.driftFactor !== undefined) {
       assertNonNegative('redlock.driftFactor', redlock.driftFactor);
     }
+    if (redlock.restartGrace !== undefined) {
+      assertNonNegative('redlock.restartGrace', redlock.restartGrace);
+    }
   }
   if (replicaAck) {
     if (cluster || redlock) {
@@ -131,6 +197,12 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
       );
     }
     assertPositive('replicaAck.timeout', replicaAck.timeout);
+    // WAIT takes whole milliseconds: a fraction would fail every grant, not the startup.
+    if (!Number.isInteger(replicaAck.timeout)) {
+      throw new RedisLockConfigError(
+        messages.badOption('replicaAck.timeout', replicaAck.timeout, 'an integer number of ms'),
+      );
+    }
   }
 }
 

@@ -7,6 +7,10 @@ describe('finalReplyErrorCode', () => {
     ["NOPERM User app has no permissions to run the 'evalsha' command", 'NOPERM'],
     ["OOM command not allowed when used memory > 'maxmemory'.", 'OOM'],
     ["ERR unknown command 'spublish'", 'ERR'],
+    [
+      "ERR The user executing the script can't run this command or subcommand script: c6ad17, on @user_script:6.",
+      'NOPERM',
+    ],
   ])('calls "%s" final (%s)', (message, code) => {
     expect(finalReplyErrorCode(new ReplyError(message))).toBe(code);
   });

@@ -29,6 +29,8 @@ export function finalReplyErrorCode(error: unknown): string | undefined {
  * the code it carries is taken from the end.
  */
 function replyCode(message: string): string {
+  // Redis 7 reports a command inside a script that the user's ACL forbids (PUBLISH, say) as ERR.
+  if (/^ERR The user executing the script can't run/.test(message)) return 'NOPERM';
   const code = /^[A-Z]+/.exec(message)?.[0] ?? 'ERR';
   if (code !== 'ERR' || !message.startsWith('ERR Error running script')) return code;
   const carried = [...message.matchAll(/(?:^|[\s:])-?([A-Z]{2,})(?=\s)/g)]

@@ -1,28 +1,39 @@
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { RedisCommandError } from '../errors/redis-command.error';
-import type { LockFailure } from '../module/redis-lock-options';
+import { publicMessage } from '../http/lock-failure-answer';
+import type { LockErrorDetails, LockFailure } from '../module/redis-lock-options';
 
 /**
  * What a microservice or WebSocket caller receives for a lock failure: plain data, since an Error
  * does not survive serialization. `error` is the class name, so callers can tell "busy, retry"
- * (`LockNotAcquiredError`) from a bad payload (`LockKeyError`) or an outage.
+ * (`LockNotAcquiredError`) from a bad payload (`LockKeyError`) or an outage. By default `message`
+ * is generic and nothing else is sent; the other fields come with `errorDetails: 'detailed'`.
  */
 export interface LockTransportError {
   status: 'error';
   error: string;
   message: string;
-  /** The lock key, for a busy or lost lock. */
+  /** With `errorDetails: 'detailed'`: the lock key, for a busy or lost lock. */
   key?: string;
-  /** For a busy lock: the holder's remaining lease (ms), an upper bound on when to retry. */
+  /**
+   * With `errorDetails: 'detailed'`, for a busy lock: the holder's remaining lease (ms), an upper
+   * bound on when to retry.
+   */
   retryAfterMs?: number;
-  /** For a lost lock: `'not-owner'`, `'deadline'` or `'shutdown'`. */
+  /** With `errorDetails: 'detailed'`, for a lost lock: `'not-owner'`, `'deadline'` or `'shutdown'`. */
   reason?: string;
-  /** For a Redis refusal: the reply's code (`WRONGTYPE`, `NOPERM`, …). */
+  /** With `errorDetails: 'detailed'`, for a Redis refusal: the reply's code (`WRONGTYPE`, …). */
   code?: string;
 }
 
-export function toLockTransportError(error: LockFailure): LockTransportError {
+export function toLockTransportError(
+  error: LockFailure,
+  details: LockErrorDetails = 'safe',
+): LockTransportError {
+  if (details === 'safe') {
+    return { status: 'error', error: error.name, message: publicMessage(error) };
+  }
   const data: LockTransportError = { status: 'error', error: error.name, message: error.message };
   if (error instanceof LockNotAcquiredError) {
     data.key = error.key;
@@ -45,12 +56,16 @@ type TransportExceptionClass = new (error: object) => Error;
  * an error log line. Loaded lazily: those packages are installed exactly when such a handler runs,
  * and they are not dependencies of this library. Without them, the error is returned unchanged.
  */
-export function toTransportException(error: LockFailure, type: 'rpc' | 'ws'): unknown {
+export function toTransportException(
+  error: LockFailure,
+  type: 'rpc' | 'ws',
+  details: LockErrorDetails,
+): unknown {
   const Exception =
     type === 'rpc'
       ? optionalExport('@nestjs/microservices', 'RpcException')
       : optionalExport('@nestjs/websockets', 'WsException');
-  return Exception ? new Exception(toLockTransportError(error)) : error;
+  return Exception ? new Exception(toLockTransportError(error, details)) : error;
 }
 
 function optionalExport(pkg: string, name: string): TransportExceptionClass | undefined {

@@ -81,7 +81,7 @@ class PaymentEvents {
   /** Dropping duplicates on purpose: no warning. */
   @EventPattern('payment.reminder')
   @Locked('reminder:<accountId>', { onBusy: 'skip' })
-  reminder(@Payload() data: { accountId: string }): void {
+  async reminder(@Payload() data: { accountId: string }): Promise<void> {
     void data;
   }
 }

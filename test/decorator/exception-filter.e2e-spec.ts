@@ -2,7 +2,7 @@
  * `LockExceptionFilter`: lock failures thrown by services during a request (a busy `@Locked`
  * provider method, a `withLock`) answer like `@Locked` routes do, instead of Nest's 500.
  */
-import { Controller, Injectable, Param, Post, type INestApplication } from '@nestjs/common';
+import { Controller, Injectable, Logger, Param, Post, type INestApplication } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import type Redis from 'ioredis';
 import request from 'supertest';
@@ -62,7 +62,7 @@ describe('LockExceptionFilter (APP_FILTER)', () => {
     redis.disconnect();
   });
 
-  it('answers a busy @Locked service method with 409, Retry-After and the resource', async () => {
+  it('answers a busy @Locked service method with 409, Retry-After and a body without the key', async () => {
     const locks = app.get(LockService);
     const held = await locks.acquire('order:u1');
     try {
@@ -70,7 +70,11 @@ describe('LockExceptionFilter (APP_FILTER)', () => {
         const response = await request(app.getHttpServer()).post(path);
         expect(response.status).toBe(409);
         expect(response.headers['retry-after']).toBe('1');
-        expect(response.body).toMatchObject({ statusCode: 409, resource: 'order:u1' });
+        expect(response.body).toEqual({
+          statusCode: 409,
+          error: 'Conflict',
+          message: 'Another request is working on the same resource. Try again shortly.',
+        });
       }
     } finally {
       await held.release();
@@ -78,9 +82,19 @@ describe('LockExceptionFilter (APP_FILTER)', () => {
     await request(app.getHttpServer()).post('/orders/u1').expect(201, { userId: 'u1' });
   });
 
-  it('answers a bad key from a service method with 400', async () => {
-    const response = await request(app.getHttpServer()).post('/orders/bad/key');
-    expect(response.status).toBe(400);
-    expect(response.body.message).toContain('placeholder <userId>');
+  it('answers a bad key from a service method with 400, and logs the reason', async () => {
+    const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const response = await request(app.getHttpServer()).post('/orders/bad/key');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        statusCode: 400,
+        error: 'Bad Request',
+        message: 'The request is missing a value this operation needs, or a value is invalid.',
+      });
+      expect(String(warned.mock.calls[0]?.[0])).toContain('placeholder <userId>');
+    } finally {
+      warned.mockRestore();
+    }
   });
 });

@@ -1,6 +1,6 @@
 /**
  * A lock lost while the `@Locked` method runs: its signal aborts at once, and when the method
- * settles the caller gets `LockLostError` (`onLost: 'throw'`, HTTP 503 on a route) or only a log
+ * settles the caller gets `LockLostError` (`onLost: 'throw'`, HTTP 500 on a route) or only a log
  * (`onLost: 'log'`). Loss is simulated by another LockService force-releasing the key, or by
  * deleting the key and letting the next renewal (ttl / 3) find it gone.
  */
@@ -145,11 +145,23 @@ describe('a lock lost while the @Locked method runs', () => {
     expect(logged.some((message) => message.includes('Lock "job:d" was lost'))).toBe(true);
   });
 
-  it('on a route, a lost lock is a 503 instead of a success', async () => {
+  it('on a route, a lost lock is a 500 instead of a success (the work may have committed)', async () => {
     jobs.loseIt = (key) => operator.forceRelease(key);
-    const response = await request(app.getHttpServer()).post('/jobs/e');
-    expect(response.status).toBe(503);
-    expect(response.body.message).toContain('Lock "route-job:e" was lost');
+    const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const response = await request(app.getHttpServer()).post('/jobs/e');
+      expect(response.status).toBe(500);
+      expect(response.body).toEqual({
+        statusCode: 500,
+        error: 'Internal Server Error',
+        message:
+          'The request was processed, but its outcome could not be confirmed. Check the result ' +
+          'before repeating it.',
+      });
+      expect(String(logged.mock.calls[0]?.[0])).toContain('Lock "route-job:e" was lost');
+    } finally {
+      logged.mockRestore();
+    }
     expect(jobs.observed!.reason).toBeInstanceOf(LockLostError);
   });
 });

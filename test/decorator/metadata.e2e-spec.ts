@@ -76,7 +76,7 @@ class MetaController {
   @Roles('admin')
   @ApiOperation('locked on top')
   @UseInterceptors(TagInterceptor)
-  above(@Param('id') id: string): { id: string; key: string; self: string } {
+  async above(@Param('id') id: string): Promise<{ id: string; key: string; self: string }> {
     return { id, key: currentLock()!.key, self: this.label };
   }
 
@@ -86,7 +86,7 @@ class MetaController {
   @ApiOperation('locked at the bottom')
   @UseInterceptors(TagInterceptor)
   @Locked('below:<id>')
-  below(@Param('id') id: string): { id: string; key: string; self: string } {
+  async below(@Param('id') id: string): Promise<{ id: string; key: string; self: string }> {
     return { id, key: currentLock()!.key, self: this.label };
   }
 
@@ -94,7 +94,7 @@ class MetaController {
   @Roles('admin')
   @Locked('middle:<id>')
   @HttpCode(200)
-  middle(@Param('id', ParseIntPipe) id: number): { id: number; key: string } {
+  async middle(@Param('id', ParseIntPipe) id: number): Promise<{ id: number; key: string }> {
     return { id, key: currentLock()!.key };
   }
 }

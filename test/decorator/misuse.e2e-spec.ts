@@ -94,7 +94,7 @@ class OrderService {
 class PlainController {
   @Get(':id')
   @Locked('plain:<id>')
-  get(): string {
+  async get(): Promise<string> {
     return 'ok';
   }
 }

@@ -50,6 +50,14 @@ describe('@Locked provider methods returning an Observable the decorator cannot 
   });
 
   describe.each(['typed', 'inferred'] as const)('%s return type', (method) => {
+    // Both methods use the same ids: forget the other run's feeds, or a wait for this run's
+    // subscription would find the other's (and its completed source) at once.
+    beforeEach(() => {
+      feeds.sources.clear();
+      feeds.bodyLocked.clear();
+      feeds.streamLocked.clear();
+    });
+
     const key = (id: string): string => `${method}:${id}`;
     const call = (id: string): Promise<Observable<number>> =>
       (feeds[method] as (id: string) => unknown)(id) as Promise<Observable<number>>;

@@ -173,6 +173,8 @@ class OrderService {
     throw new UnprocessableEntityException(`cannot process ${id}`);
   }
 
+  // What a JavaScript caller can still write: in TypeScript a synchronous method does not compile.
+  // @ts-expect-error @Locked accepts only methods returning a Promise or an Observable
   @Locked('sync:<id>')
   syncMethod(id: string): string {
     return `sync ${id}`;
@@ -351,7 +353,7 @@ describe('@Locked on provider methods', () => {
     expect(await locks.isLocked('fails:f1')).toBe(false);
   });
 
-  it('returns a Promise for a synchronous method (it waits for the lock)', async () => {
+  it('returns a Promise for a synchronous method from JavaScript (it waits for the lock)', async () => {
     const result = orders.syncMethod('s');
     expect(result).toBeInstanceOf(Promise);
     await expect(result).resolves.toBe('sync s');

@@ -73,7 +73,7 @@ class FastifyLifetimeController {
 
   @Post('res/:userId')
   @Locked('res:<userId>')
-  replyLater(@Param('userId') userId: string, @Res() reply: FastifyReply): void {
+  async replyLater(@Param('userId') userId: string, @Res() reply: FastifyReply): Promise<void> {
     void work(`res:${userId}`).then((body) => reply.status(201).send(body));
   }
 
@@ -85,7 +85,7 @@ class FastifyLifetimeController {
 
   @Get('file/:id')
   @Locked('file:<id>')
-  file(@Param('id') id: string): StreamableFile {
+  async file(@Param('id') id: string): Promise<StreamableFile> {
     const key = `file:${id}`;
     runs.enter(key);
     const stream = new Readable({ read: () => undefined });
@@ -97,7 +97,7 @@ class FastifyLifetimeController {
 
   @Get('skip-res/:id')
   @Locked('skip-res:<id>', { onBusy: 'skip' })
-  skipRes(@Param('id') id: string, @Res() reply: FastifyReply): void {
+  async skipRes(@Param('id') id: string, @Res() reply: FastifyReply): Promise<void> {
     void reply.status(200).send({ ran: id });
   }
 }

@@ -154,7 +154,7 @@ class LifetimeController {
   @Post('slow-pipe/:userId')
   @SetMetadata(TIMEOUT_MS, 300)
   @Locked('pipe:<userId>')
-  slowPipe(@Param('userId', SlowPipe) userId: string): { ran: string } {
+  async slowPipe(@Param('userId', SlowPipe) userId: string): Promise<{ ran: string }> {
     runs.enter(`pipe:${userId}`);
     runs.leave(`pipe:${userId}`);
     return { ran: userId };
@@ -162,7 +162,7 @@ class LifetimeController {
 
   @Post('passthrough/:userId')
   @Locked('passthrough:<userId>')
-  passthrough(@Param('userId') userId: string, @Res({ passthrough: true }) res: Response) {
+  async passthrough(@Param('userId') userId: string, @Res({ passthrough: true }) res: Response) {
     res.setHeader('x-seen', userId);
     return { userId };
   }
@@ -170,7 +170,7 @@ class LifetimeController {
   /** Replies later, from a callback: the handler itself returns at once. */
   @Post('res/:userId')
   @Locked('res:<userId>')
-  replyLater(@Param('userId') userId: string, @Res() res: Response): void {
+  async replyLater(@Param('userId') userId: string, @Res() res: Response): Promise<void> {
     void work(`res:${userId}`).then((body) => res.status(201).json(body));
   }
 
@@ -182,20 +182,20 @@ class LifetimeController {
 
   @Get('file/:id')
   @Locked('file:<id>')
-  file(@Param('id') id: string): StreamableFile {
+  async file(@Param('id') id: string): Promise<StreamableFile> {
     return new StreamableFile(countedStream(`file:${id}`));
   }
 
   @Get('piped/:id')
   @Locked('piped:<id>')
-  piped(@Param('id') id: string, @Res() res: Response): void {
+  async piped(@Param('id') id: string, @Res() res: Response): Promise<void> {
     res.setHeader('content-type', 'text/plain');
     countedStream(`piped:${id}`).pipe(res);
   }
 
   @Get('skip-res/:id')
   @Locked('skip-res:<id>', { onBusy: 'skip' })
-  skipRes(@Param('id') id: string, @Res() res: Response): void {
+  async skipRes(@Param('id') id: string, @Res() res: Response): Promise<void> {
     res.status(200).json({ ran: id });
   }
 }

@@ -1,9 +1,9 @@
 /**
  * `@Locked` on microservice message handlers over a real transport (TCP on loopback): the key
  * comes from the message payload, one of concurrent messages for one key runs, and the caller
- * gets the failure as data it can act on (`error: 'LockNotAcquiredError'`, the key, when to retry)
- * — not Nest's bare "Internal server error", which is what an Error thrown by an interceptor or a
- * service becomes on this transport.
+ * gets the failure as data it can act on (`error: 'LockNotAcquiredError'` and a generic message,
+ * never the key) — not Nest's bare "Internal server error", which is what an Error thrown by an
+ * interceptor or a service becomes on this transport.
  */
 import { Controller, Injectable, type INestMicroservice } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
@@ -30,6 +30,9 @@ import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-red
 import { Gate } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { leaseKey } from './decorator-app';
+
+/** What callers are told of a busy lock by default: no key, no advice. */
+const BUSY = 'Another request is working on the same resource. Try again shortly.';
 
 /** Holders hold their lock until the test has seen the other callers refused. */
 const gate = new Gate();
@@ -140,13 +143,7 @@ describe('@Locked on microservice handlers (TCP transport)', () => {
     expect(ok).toEqual([{ ok: true, value: { userId: 'u-1', fence: expect.any(Number) } }]);
     expect(busy).toHaveLength(4);
     for (const error of busy) {
-      expect(error).toMatchObject({
-        status: 'error',
-        error: 'LockNotAcquiredError',
-        key: 'order:u-1',
-        message: expect.stringContaining('"order:u-1" is held by another holder'),
-      });
-      expect(error.retryAfterMs).toBeGreaterThan(0);
+      expect(error).toEqual({ status: 'error', error: 'LockNotAcquiredError', message: BUSY });
     }
     expect(handlers.runs).toBe(1);
     expect(await redis.exists(leaseKey(prefix, 'order:u-1'))).toBe(0);
@@ -154,12 +151,12 @@ describe('@Locked on microservice handlers (TCP transport)', () => {
 
   it('answers a payload without the key field with LockKeyError data, writing nothing', async () => {
     const result = await send('order.create', { other: 1 });
-    expect(result).toMatchObject({
+    expect(result).toEqual({
       ok: false,
       error: {
         status: 'error',
         error: 'LockKeyError',
-        message: expect.stringContaining('<userId>'),
+        message: 'The request is missing a value this operation needs, or a value is invalid.',
       },
     });
     expect(await redis.exists(leaseKey(prefix, 'order:undefined'))).toBe(0);
@@ -204,11 +201,6 @@ describe('LockExceptionFilter on a microservice (TCP transport)', () => {
     );
     expect(results).toContainEqual({ ok: true, value: 'b-2' });
     const busy = results.find((result) => !result.ok) as { error: LockTransportError };
-    expect(busy.error).toMatchObject({
-      status: 'error',
-      error: 'LockNotAcquiredError',
-      key: 'settle:b-2',
-      message: expect.stringContaining('"settle:b-2"'),
-    });
+    expect(busy.error).toEqual({ status: 'error', error: 'LockNotAcquiredError', message: BUSY });
   });
 });

@@ -58,7 +58,10 @@ class VoucherController {
   @Post(':voucherId/orders')
   @Traced()
   @Locked('voucher:<voucherId>:user:<body.userId>')
-  tracedAbove(@Param('voucherId') voucherId: string, @Body() dto: { userId: string }): Seen {
+  async tracedAbove(
+    @Param('voucherId') voucherId: string,
+    @Body() dto: { userId: string },
+  ): Promise<Seen> {
     void voucherId;
     return { lock: currentLock()?.key, userId: dto.userId };
   }
@@ -66,7 +69,10 @@ class VoucherController {
   @Post(':voucherId/orders-below')
   @Locked('voucher:<voucherId>:user:<body.userId>')
   @Traced()
-  tracedBelow(@Param('voucherId') voucherId: string, @Body() dto: { userId: string }): Seen {
+  async tracedBelow(
+    @Param('voucherId') voucherId: string,
+    @Body() dto: { userId: string },
+  ): Promise<Seen> {
     void voucherId;
     return { lock: currentLock()?.key, userId: dto.userId };
   }
@@ -75,7 +81,7 @@ class VoucherController {
   @Post('strict/:userId')
   @Traced()
   @Locked('strict:<userId>', { reentrant: false, wait: 300 })
-  strict(@Param('userId') userId: string): Seen {
+  async strict(@Param('userId') userId: string): Promise<Seen> {
     return { lock: currentLock()?.key, userId };
   }
 }

@@ -20,6 +20,9 @@ import { Gate, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { leaseKey } from './decorator-app';
 
+/** What callers are told of a busy lock by default: no key, no advice. */
+const BUSY = 'Another request is working on the same resource. Try again shortly.';
+
 /** The holder holds its lock until the test has seen the other bookings refused. */
 const gate = new Gate();
 
@@ -120,11 +123,10 @@ describe('@Locked on a WebSocket gateway (socket.io)', () => {
     const refused = results.filter((result) => 'exception' in (result as object));
     expect(refused).toHaveLength(3);
     for (const result of refused) {
-      expect((result as { exception: LockTransportError }).exception).toMatchObject({
+      expect((result as { exception: LockTransportError }).exception).toEqual({
         status: 'error',
         error: 'LockNotAcquiredError',
-        key: 'seat:A-1',
-        message: expect.stringContaining('"seat:A-1" is held by another holder'),
+        message: BUSY,
       });
     }
     expect(gateway.runs).toBe(1);
@@ -136,7 +138,7 @@ describe('@Locked on a WebSocket gateway (socket.io)', () => {
     const holder = await app.get(LockService).acquire('seat:B-2');
     try {
       expect(await release({ seatId: 'B-2' }, 'seat.release')).toMatchObject({
-        exception: { error: 'LockNotAcquiredError', key: 'seat:B-2' },
+        exception: { status: 'error', error: 'LockNotAcquiredError', message: BUSY },
       });
     } finally {
       await holder.release();
@@ -150,8 +152,8 @@ describe('@Locked on a WebSocket gateway (socket.io)', () => {
     const [first, second] = await Promise.all([connect(), connect()]);
     const holding = first({ seatId: 'C-3' }, 'seat.hold');
     await waitFor(async () => (await redis.exists(leaseKey(prefix, 'hold:C-3'))) === 1);
-    expect(await second({ seatId: 'C-3' }, 'seat.hold')).toMatchObject({
-      exception: { status: 'error', error: 'LockNotAcquiredError', key: 'hold:C-3' },
+    expect(await second({ seatId: 'C-3' }, 'seat.hold')).toEqual({
+      exception: { status: 'error', error: 'LockNotAcquiredError', message: BUSY },
     });
     gate.release();
     expect(await holding).toEqual({ answer: { held: 'C-3' } });
@@ -159,11 +161,11 @@ describe('@Locked on a WebSocket gateway (socket.io)', () => {
 
   it('answers a payload without the key field with LockKeyError data', async () => {
     const book = await connect();
-    expect(await book({ row: 3 })).toMatchObject({
+    expect(await book({ row: 3 })).toEqual({
       exception: {
         status: 'error',
         error: 'LockKeyError',
-        message: expect.stringContaining('<seatId>'),
+        message: 'The request is missing a value this operation needs, or a value is invalid.',
       },
     });
   });

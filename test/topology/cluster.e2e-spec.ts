@@ -359,7 +359,9 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     class ReportController {
       @Post(':tenantId')
       @Locked('report:<tenantId>')
-      create(@Param('tenantId') tenantId: string): { tenantId: string; fence: number } {
+      async create(
+        @Param('tenantId') tenantId: string,
+      ): Promise<{ tenantId: string; fence: number }> {
         return { tenantId, fence: currentLock()!.fence };
       }
     }

@@ -27,8 +27,14 @@ const shared = redisClient();
 let nodes: RedisServer[];
 let clients: Redis[];
 
+// restartGrace 0: these nodes are fresh, and the tests restart them and lock on them again at
+// once (redlock-repair.e2e-spec.ts tests the grace itself).
 const redlockOptions = (count: number): RedisLockModuleOptions => ({
-  redlock: { nodes: nodes.slice(0, count).map((node) => node.url), nodeTimeout: 200 },
+  redlock: {
+    nodes: nodes.slice(0, count).map((node) => node.url),
+    nodeTimeout: 200,
+    restartGrace: 0,
+  },
 });
 
 /** A LockService over the first `count` nodes: what one app instance would own. */
@@ -173,7 +179,7 @@ describe('Redlock over independent primaries', () => {
   it('keeps the handle’s deadline within the Redlock validity, ttl − elapsed − drift', async () => {
     const driftFactor = 0.2;
     const locks = services.create({
-      redlock: { nodes: nodes.slice(0, 3).map((node) => node.url), driftFactor },
+      redlock: { nodes: nodes.slice(0, 3).map((node) => node.url), driftFactor, restartGrace: 0 },
     });
     const ttl = 1_000;
     await (await locks.acquire('validity:warm-up')).release(); // connections open, scripts loaded

@@ -1,0 +1,121 @@
+import { Logger } from '@nestjs/common';
+import { monotonicNow } from '../engine/clock';
+import { messages } from '../errors/messages';
+import type { LockRedisKeys } from '../keys/lock-keys';
+import type { RedisClient, RedisCommander } from '../redis/redis-client';
+import { finalReplyErrorCode } from '../redis/reply-error';
+import { raiseFenceScript } from '../scripts/raise-fence.script';
+import { redlockRenewScript } from '../scripts/redlock-renew.script';
+import type { RenewableLease } from './lock-backend';
+import type { RedisBackend } from './redis.backend';
+
+/** Leases per renewal command, as on one Redis. */
+const RENEW_BATCH = 500;
+
+/** One node's answer to a Redlock acquire. */
+export interface NodeGrant {
+  /** The fence (> 0) when this node granted, else -(holder's PTTL). */
+  reply: number;
+  /** False when the node restarted within `restartGrace`: its grant is made but does not vote. */
+  votes: boolean;
+}
+
+/** What a node's renewal found for one lease: 1 renewed, 2 missing and re-created, 0 foreign. */
+export type NodeRenewal = 0 | 1 | 2;
+
+/**
+ * One independent primary of a Redlock quorum: the single-Redis operations, plus Redlock's own —
+ * renewal with repair, the fence write-back — and whether its grants may vote yet.
+ *
+ * A node that restarted without persistence has forgotten leases that are still running elsewhere;
+ * its "free" is not to be believed until the longest lease has run out (`restartGrace`). Its start
+ * time comes from `INFO server` (`uptime_in_seconds`), asked on every (re)connection: a restart
+ * always drops the connection, so between a `close` and that answer the node's state is unknown,
+ * and a grant it makes meanwhile waits for the answer before it is counted.
+ */
+export class RedlockNode {
+  private readonly logger = new Logger('RedisLock');
+  /** Monotonic time from which this node's grants vote; pending while unknown. */
+  private votesFrom: Promise<number> = Promise.resolve(-Infinity);
+  private settle?: (from: number) => void;
+
+  constructor(
+    readonly backend: RedisBackend,
+    private readonly client: RedisClient,
+    private readonly restartGrace: number,
+    /** How long (ms) a fence counter outlives its lease (`fenceRetention`). */
+    private readonly fenceRetention: number,
+  ) {
+    if (restartGrace <= 0) return;
+    this.unknown();
+    client.on('close', () => this.unknown());
+    client.on('ready', () => this.probe());
+    if (client.status === 'ready') this.probe();
+  }
+
+  async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<NodeGrant> {
+    const reply = await this.backend.acquire(keys, token, ttl);
+    if (reply <= 0 || this.restartGrace <= 0) return { reply, votes: true };
+    return { reply, votes: monotonicNow() >= (await this.votesFrom) };
+  }
+
+  async renew(leases: readonly RenewableLease[]): Promise<NodeRenewal[]> {
+    const batches: Promise<NodeRenewal[]>[] = [];
+    for (let start = 0; start < leases.length; start += RENEW_BATCH) {
+      batches.push(this.renewBatch(leases.slice(start, start + RENEW_BATCH)));
+    }
+    return (await Promise.all(batches)).flat();
+  }
+
+  /** Raises this node's fence counter to `fence`; resolves false when the key is not ours here. */
+  async raiseFence(keys: LockRedisKeys, token: string, fence: number): Promise<boolean> {
+    const commander = this.client as RedisClient & RedisCommander;
+    return (
+      (await raiseFenceScript.run(commander, [keys.lock, keys.fence], [token, String(fence)])) === 1
+    );
+  }
+
+  private async renewBatch(leases: readonly RenewableLease[]): Promise<NodeRenewal[]> {
+    const keys: string[] = [];
+    const args: string[] = [String(this.fenceRetention)];
+    for (const lease of leases) {
+      keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
+      args.push(lease.token, String(Math.ceil(lease.lease)), String(lease.fence));
+    }
+    const commander = this.client as RedisClient & RedisCommander;
+    const replies = (await redlockRenewScript.run(commander, keys, args)) as number[];
+    return replies.map((reply) => (reply === 1 || reply === 2 ? reply : 0));
+  }
+
+  /** From now until the next `INFO` answer, this node's grants wait before they count. */
+  private unknown(): void {
+    if (this.settle) return;
+    this.votesFrom = new Promise((resolve) => (this.settle = resolve));
+  }
+
+  private probe(): void {
+    this.client.info('server').then(
+      (text) => {
+        const uptime = Number(/uptime_in_seconds:(\d+)/.exec(text)?.[1]);
+        // Whole seconds, rounded down: the node started no later than `uptime` s ago.
+        this.known(
+          Number.isFinite(uptime) ? monotonicNow() - uptime * 1_000 + this.restartGrace : 0,
+        );
+      },
+      (error: unknown) => {
+        // Refused for good (no +info in the ACL, a renamed command): restarts cannot be told, so
+        // say so and let the node vote. Anything else is a dropped link: the next one asks again.
+        if (finalReplyErrorCode(error) === undefined) return;
+        this.logger.warn(messages.redlockNoInfo(String(error)));
+        this.known(-Infinity);
+      },
+    );
+  }
+
+  private known(from: number): void {
+    const settle = this.settle;
+    this.settle = undefined;
+    if (settle) settle(from);
+    else this.votesFrom = Promise.resolve(from);
+  }
+}

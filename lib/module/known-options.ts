@@ -1,0 +1,60 @@
+import { messages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+
+/**
+ * Every option name of `T`, as an object the compiler checks against the interface both ways: an
+ * option added to the interface and not here (or listed here and gone from it) does not compile.
+ */
+export type OptionNames<T> = Record<keyof T, true>;
+
+/**
+ * Refuses a key `known` does not list, naming the closest valid one: a misspelt option (or one
+ * from another library, like `keyPrefix`) would otherwise be ignored and its default used.
+ */
+export function assertKnownOptions(where: string, options: object, known: object): void {
+  const names = Object.keys(known);
+  for (const name of Object.keys(options)) {
+    if (!names.includes(name)) {
+      throw new RedisLockConfigError(
+        messages.unknownOption(where, name, closestName(name, names), names),
+      );
+    }
+  }
+}
+
+/**
+ * The name nearest to `name` (case-insensitive edit distance, or one containing the other), or
+ * undefined when none is near enough to be a likely typo.
+ */
+export function closestName(name: string, names: readonly string[]): string | undefined {
+  const wanted = name.toLowerCase();
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of names) {
+    const lower = candidate.toLowerCase();
+    const contains =
+      Math.min(lower.length, wanted.length) >= 4 &&
+      (lower.includes(wanted) || wanted.includes(lower));
+    const distance = contains ? 0 : editDistance(wanted, lower);
+    if (
+      distance <= Math.max(2, Math.floor(wanted.length / 3)) &&
+      distance < (best?.distance ?? Infinity)
+    ) {
+      best = { name: candidate, distance };
+    }
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions, one row at a time. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1);
+      row.push(Math.min(previous[j] + 1, row[j - 1] + 1, substitution));
+    }
+    previous = row;
+  }
+  return previous[b.length];
+}

@@ -1,0 +1,163 @@
+import { messages } from '../errors/messages';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { describeAddress } from './redis-address';
+import type { RedisClient } from './redis-client';
+
+/**
+ * One client's health as lock calls need it. A connection that has never come up since startup,
+ * or that Redis turned away for good (wrong password), cannot serve a lock command: waiting
+ * `commandTimeout` for it only hides the real cause. A once-healthy connection that drops is
+ * different: ioredis reconnects, and calls retry within their `wait` budget.
+ */
+export class ClientWatch {
+  private everReady: boolean;
+  private lastError?: Error;
+  /** An error no reconnect fixes (credentials); cleared only by a successful connection. */
+  private finalError?: Error;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    readonly client: RedisClient,
+    readonly address: string = describeAddress(client),
+  ) {
+    this.everReady = client.status === 'ready';
+    client.on('ready', () => {
+      this.everReady = true;
+      this.finalError = undefined;
+    });
+    client.on('error', (error: Error) => {
+      this.lastError = error;
+      if (isCredentialsError(error)) this.finalError = error;
+      if (this.blockedBy()) for (const listener of [...this.listeners]) listener();
+    });
+  }
+
+  /** Whether the client has been ready at least once since it was created. */
+  get hasBeenReady(): boolean {
+    return this.everReady;
+  }
+
+  /** The error that keeps lock commands from succeeding now, or undefined. */
+  blockedBy(): Error | undefined {
+    return this.finalError ?? (this.everReady ? undefined : this.lastError);
+  }
+
+  /** Calls `listener` when an error arrives while blocked; returns its removal. */
+  onBlocked(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+}
+
+/**
+ * The connections of one backend: one client, or the nodes of a Redlock quorum (blocked only
+ * when too few of them can answer for a quorum).
+ */
+export class ConnectionWatch {
+  constructor(
+    readonly nodes: readonly ClientWatch[],
+    /** How many nodes must be usable: 1, or Redlock's majority. */
+    readonly quorum: number,
+    /** Where the module connects, for the startup line: an address or a topology. */
+    readonly target: string,
+  ) {}
+
+  /** A fresh error naming each blocked address and its cause, when too few nodes are usable. */
+  unavailable(): RedisUnavailableError | undefined {
+    const blocked: { address: string; cause: Error }[] = [];
+    for (const node of this.nodes) {
+      const cause = node.blockedBy();
+      if (cause) blocked.push({ address: node.address, cause });
+    }
+    if (blocked.length === 0 || this.nodes.length - blocked.length >= this.quorum) return undefined;
+    const message = blocked
+      .map(({ address, cause }) => messages.connectionFailed(address, ...explain(cause)))
+      .join(' ');
+    return new RedisUnavailableError(message, { cause: blocked[0].cause });
+  }
+
+  /**
+   * `command`, or a prompt rejection when the connection is blocked now or becomes so before the
+   * command answers (it then stays in ioredis' offline queue; callers treat it as unanswered).
+   */
+  guard<T>(command: Promise<T>): Promise<T> {
+    const down = this.unavailable();
+    if (down) {
+      command.catch(() => undefined);
+      return Promise.reject(down);
+    }
+    // Once every node has come up, only a credentials error can block it, and ioredis fails the
+    // queued commands with it at once: no race needed on the hot path.
+    if (this.nodes.every((node) => node.hasBeenReady)) return command;
+    return new Promise<T>((resolve, reject) => {
+      const removals = this.nodes.map((node) =>
+        node.onBlocked(() => {
+          const blocked = this.unavailable();
+          if (!blocked) return;
+          settle();
+          reject(blocked);
+        }),
+      );
+      const settle = (): void => removals.forEach((remove) => remove());
+      command.then(
+        (value) => {
+          settle();
+          resolve(value);
+        },
+        (error: unknown) => {
+          settle();
+          reject(error);
+        },
+      );
+    });
+  }
+}
+
+/** Redis refused the credentials: reconnecting with the same ones cannot help. */
+function isCredentialsError(error: Error): boolean {
+  return /^(WRONGPASS|NOAUTH)\b|invalid password/i.test(error.message);
+}
+
+/**
+ * What a connection error means, and what to do: `[what happened, the raw error, advice]`.
+ * ioredis' Cluster reports the last node's error inside its own.
+ */
+export function explain(error: Error): [reason: string, detail: string, advice: string] {
+  const inner = (error as { lastNodeError?: Error }).lastNodeError ?? error;
+  const code = (inner as NodeJS.ErrnoException).code ?? /^[A-Z]+/.exec(inner.message)?.[0];
+  const detail = inner.message;
+  const reachable =
+    'Check that Redis runs there and that the `redis` option (REDIS_URL) points at it.';
+  switch (code) {
+    case 'ECONNREFUSED':
+      return ['connection refused', detail, reachable];
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return ['host name not found', detail, reachable];
+    case 'ETIMEDOUT':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return [
+        'no route or no answer',
+        detail,
+        'Check the network path (firewall, security group).',
+      ];
+    case 'WRONGPASS':
+      return ['wrong username or password', detail, messages.credentialsAdvice()];
+    case 'NOAUTH':
+      return ['a password is required and none was sent', detail, messages.credentialsAdvice()];
+    case 'NOPERM':
+      return [
+        'the ACL user may not run a command the connection needs',
+        detail,
+        messages.aclAdvice(),
+      ];
+  }
+  if (/invalid password/i.test(detail)) {
+    return ['wrong password', detail, messages.credentialsAdvice()];
+  }
+  if (/certificate|SSL|TLS/i.test(`${code ?? ''} ${detail}`)) {
+    return ['TLS handshake failed', detail, 'Check `rediss://` and the `tls` options.'];
+  }
+  return ['no connection', detail, reachable];
+}
