@@ -47,6 +47,12 @@ export interface LockBackend {
    * told (Redlock without a clear quorum) and the renewal should be retried.
    */
   renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]>;
+  /**
+   * Which server serves `keys` now, where several do (a Cluster: the node of their slot). The
+   * watchdog renews each server's locks as a batch of their own, so a server out of reach holds
+   * up only the renewals of its own locks. Absent: one batch for all.
+   */
+  shardOf?(keys: LockRedisKeys): string;
   /** Compare-and-delete + wake waiters. Resolves whether `token` still owned the lock. */
   release(keys: LockRedisKeys, token: string): Promise<boolean>;
   /**

@@ -10,6 +10,7 @@ import {
   type RedisConnection,
 } from '../redis/redis-client';
 import { detectClusterPubSubMode, publishCommand, type PubSubMode } from '../redis/pubsub-mode';
+import { clusterNodeOf } from '../redis/cluster-slot';
 import { createReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { clockDrift } from '../engine/clock';
@@ -49,6 +50,8 @@ export class RedisBackend implements LockBackend {
   private resets = 0;
   /** With `replicaAck`: where grants and their `WAIT` run, apart from renewals and releases. */
   private readonly acknowledged?: AcknowledgedGrants;
+  /** ioredis' `keyPrefix`: it prefixes KEYS, not the channel in ARGV, which subscribers expect. */
+  private readonly keyPrefix: string;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -60,6 +63,7 @@ export class RedisBackend implements LockBackend {
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
     this.cluster = isClusterClient(connection.client);
+    this.keyPrefix = String(connection.client.options.keyPrefix ?? '');
     if (this.cluster) this.pubSubMode().catch(() => undefined);
     else this.mode = 'classic';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
@@ -86,9 +90,9 @@ export class RedisBackend implements LockBackend {
 
   async renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
     if (this.cluster) {
-      // A Cluster refuses multi-key scripts across slots: one command per lock, written together.
-      // Each answers for its own lock: a foreign value under one key (WRONGTYPE) loses that lock
-      // only, and a shard out of reach leaves its locks to retry, not every lock in the batch.
+      // A Cluster refuses multi-key scripts across slots: one command per lock, written together
+      // (the watchdog sends each node's locks as a batch of their own, see shardOf). Each answers
+      // for its own lock: a foreign value under one key (WRONGTYPE) loses that lock only.
       return Promise.all(
         leases.map((l) =>
           this.extend(l.redisKeys, l.token, Math.ceil(l.lease)).catch((error: unknown) =>
@@ -104,9 +108,18 @@ export class RedisBackend implements LockBackend {
     return (await Promise.all(batches)).flat();
   }
 
+  /** On a Cluster, the node serving the lock's slot; one Redis serves all. */
+  shardOf(keys: LockRedisKeys): string {
+    return this.cluster ? clusterNodeOf(this.client as Cluster, keys.lock) : '';
+  }
+
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
-    const sent = releaseScript.run(this.client, [keys.lock, keys.channel], [token, this.publish]);
+    const sent = releaseScript.run(
+      this.client,
+      [keys.lock],
+      [token, this.publish, this.keyPrefix + keys.channel],
+    );
     return sent.then((reply) => {
       const deleted = reply === 1;
       if (!deleted && this.resets !== resetsBefore) {
@@ -140,8 +153,8 @@ export class RedisBackend implements LockBackend {
     const released =
       (await fairReleaseScript.run(
         this.client,
-        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.channel],
-        [token, this.publish, this.fenceRetention],
+        [keys.lock, keys.fence, keys.queue, keys.waiters],
+        [token, this.publish, this.fenceRetention, this.keyPrefix + keys.channel],
       )) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {
@@ -152,7 +165,11 @@ export class RedisBackend implements LockBackend {
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
     return (
-      (await forceReleaseScript.run(this.client, [keys.lock, keys.channel], [this.publish])) === 1
+      (await forceReleaseScript.run(
+        this.client,
+        [keys.lock],
+        [this.publish, this.keyPrefix + keys.channel],
+      )) === 1
     );
   }
 

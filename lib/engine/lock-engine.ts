@@ -17,6 +17,7 @@ import { FairCall } from './fair-call';
 import { neutralScope } from './neutral-scope';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
+import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
 import { withTimeout } from './with-timeout';
 
@@ -73,7 +74,11 @@ export class LockEngine implements LockOperations {
   constructor(readonly options: ResolvedRedisLockOptions) {
     this.waiterTtl = Math.ceil(Math.max(1_000, 2 * options.commandTimeout));
     ({ backend: this.backend, connections: this.connections } = createBackend(options));
-    this.watchdog = new Watchdog((locks) => this.renewLeases(locks), this.logger);
+    this.watchdog = new Watchdog(
+      (locks) => this.renewLeases(locks),
+      this.logger,
+      this.backend.shardOf ? (lock) => this.backend.shardOf!(lock.redisKeys) : undefined,
+    );
     this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
   }
 
@@ -207,26 +212,30 @@ export class LockEngine implements LockOperations {
     );
   }
 
-  /** The watchdog's batch: one bound (and one timer) for all of it, however many commands. */
+  /**
+   * One of the watchdog's batches (all on one server): one bound (and one timer) for all of it,
+   * however many commands.
+   */
   renewLeases(locks: readonly HeldLock[]): Promise<(boolean | undefined)[]> {
     return this.bounded(this.backend.renewMany(locks), 'renewal', messages.lockNames(locks));
   }
 
+  /**
+   * Releases `lock`. A release Redis refused unrun (a slot in migration) is sent again until it
+   * is answered or the lock's deadline passes — after that its key has expired by itself.
+   */
   releaseLease(lock: HeldLock): Promise<boolean> {
+    const release = (free: () => Promise<boolean>): Promise<boolean> =>
+      retryRefused(
+        () => this.bounded(free(), 'release', `lock "${lock.key}"`),
+        () => lock.validUntil,
+      );
     if (this.options.fair) {
       // The release script hands the lock to the next in line itself: no local hand-off.
-      return this.bounded(
-        this.freeLease(lock.redisKeys, lock.token),
-        'release',
-        `lock "${lock.key}"`,
-      );
+      return release(() => this.freeLease(lock.redisKeys, lock.token));
     }
     this.notifier.releaseSent(lock.token);
-    return this.bounded(
-      this.backend.release(lock.redisKeys, lock.token),
-      'release',
-      `lock "${lock.key}"`,
-    ).then(
+    return release(() => this.backend.release(lock.redisKeys, lock.token)).then(
       (deleted) => {
         this.notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted);
         return deleted;

@@ -51,11 +51,11 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     useClockSource();
   });
 
-  function hold(lease = 600): HeldLock {
+  function hold(lease = 600, key = 'k'): HeldLock {
     const lock = new HeldLock(
       operations,
-      'k',
-      new LockRedisKeys('lock:{k}'),
+      key,
+      new LockRedisKeys(`lock:{${key}}`),
       'token',
       1,
       lease,
@@ -135,6 +135,30 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     expect(lost.map((error) => error.reason)).toEqual(['max-hold']);
     expect(lock.isHeld).toBe(false);
     expect(names()).toEqual(['release']);
+  });
+
+  it('renews each shard’s locks as a batch of their own: a shard that never answers loses only its own', async () => {
+    watchdog.stop();
+    // Keys 'a:…' on one node, 'b:…' on another; node 'a' is stuck and never answers.
+    watchdog = new Watchdog(
+      (locks) => command(`renew ${locks.map((lock) => lock.key).join(' ')}`),
+      silent,
+      (lock) => lock.key.split(':')[0],
+    );
+    const [a1, b1, a2, b2] = ['a:1', 'b:1', 'a:2', 'b:2'].map((key) => hold(600, key));
+    for (let t = 0; t < 1_200; t += 50) {
+      await jest.advanceTimersByTimeAsync(50);
+      for (const renewal of sent.filter((pending) => pending.name.startsWith('renew b'))) {
+        sent.splice(sent.indexOf(renewal), 1);
+        renewal.answer([true, true]);
+      }
+    }
+    expect(names()).toContain('renew a:1 a:2'); // the stuck node's batch, never answered
+    expect([a1.isHeld, a2.isHeld, b1.isHeld, b2.isHeld]).toEqual([false, false, true, true]);
+    expect(lost.map((error) => [error.key, error.reason])).toEqual([
+      ['a:1', 'deadline'],
+      ['a:2', 'deadline'],
+    ]);
   });
 
   it('takes a wall-clock jump off the deadline, and is lost (clock-jump) when it used up the lease', () => {

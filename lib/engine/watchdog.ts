@@ -11,12 +11,19 @@ import type { HeldLock } from './lock-handle';
 export type RenewFn = (locks: HeldLock[]) => Promise<(boolean | undefined)[]>;
 
 /**
+ * Which server answers for a lock's renewal (a Cluster node), or undefined when one server
+ * answers for all of them.
+ */
+export type ShardFn = (lock: HeldLock) => string | undefined;
+
+/**
  * Keeps held leases alive with ONE timer for all locks (not one per lock). Each tick renews every
- * lock whose renewal is due within the batch window as one batch (one script call per few
- * hundred locks, one command timeout for all of it), and declares lost every lock whose local
- * deadline passed without a confirmed renewal — even when Redis never answers (the timer is armed
- * for the earliest deadline too). Locks renewed together stay due together, so after their first
- * renewal, locks taken at different times share batches.
+ * lock whose renewal is due within the batch window, one batch per server that serves them (one
+ * script call per few hundred locks on one Redis; one batch per node on a Cluster), each with one
+ * command timeout — so a stuck node holds up, and loses, only its own locks. It declares lost
+ * every lock whose local deadline passed without a confirmed renewal — even when Redis never
+ * answers (the timer is armed for the earliest deadline too). Locks renewed together stay due
+ * together, so after their first renewal, locks taken at different times share batches.
  */
 export class Watchdog {
   private readonly locks = new Set<HeldLock>();
@@ -26,6 +33,7 @@ export class Watchdog {
   constructor(
     private readonly renew: RenewFn,
     private readonly logger: Logger,
+    private readonly shardOf: ShardFn = () => undefined,
   ) {}
 
   get size(): number {
@@ -74,16 +82,19 @@ export class Watchdog {
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = monotonicNow();
-    const due: HeldLock[] = [];
+    const due = new Map<string | undefined, HeldLock[]>();
     for (const lock of this.locks) {
       if (lock.expireIfDue(now)) continue; // deadline or maxHold passed: lost (and untracked)
       // Due within the batch window (a sixth of the lease): renew now, together with the rest.
       // Never while a renewal or an extension is in flight: lease changes go out one at a time.
       if (lock.renews && !lock.leaseChange && lock.nextRenewAt - lock.lease / 6 <= now) {
-        due.push(lock);
+        const shard = this.shardOf(lock);
+        const batch = due.get(shard);
+        if (batch) batch.push(lock);
+        else due.set(shard, [lock]);
       }
     }
-    if (due.length > 0) this.renewBatch(due);
+    for (const batch of due.values()) this.renewBatch(batch);
     this.rearm();
   }
 

@@ -1,18 +1,19 @@
 import type { ReleasePubSub } from '../backends/lock-backend';
 import type { PubSubMode } from './pubsub-mode';
+import type { Cluster } from 'ioredis';
+import { clusterSlot } from './cluster-slot';
 import { isClusterClient, type RedisClient } from './redis-client';
 
-/**
 /**
  * A dedicated subscriber connection duplicated from `client`. On a Cluster with sharded pub/sub
  * (`mode` resolves 'sharded') it uses `SSUBSCRIBE`, one subscriber per shard, managed by ioredis'
  * `shardedSubscribers`, so release messages stay on the lock's own shard; otherwise classic
  * `SUBSCRIBE` (on a Cluster, to any one node: a `PUBLISH` there reaches every node).
  *
- * A client created with ioredis' `keyPrefix` prefixes the keys of the lock scripts, the release
- * channel among them, so releases publish on `<keyPrefix><channel>`. ioredis prefixes the
- * channel of `SSUBSCRIBE` (a key command) but not of `SUBSCRIBE`: add it there, and strip it from
- * incoming messages, so the notifier keeps working with the channel names it knows.
+ * With ioredis' `keyPrefix`, releases publish on `<keyPrefix><channel>` (the backend adds it).
+ * ioredis prefixes the channel of `SSUBSCRIBE` (a key command) but not of `SUBSCRIBE`: add it
+ * there, and strip it from incoming messages, so the notifier keeps working with the channel
+ * names it knows.
  */
 export function createReleasePubSub(
   client: RedisClient,
@@ -36,15 +37,30 @@ function subscriberOf(subscriber: RedisClient, mode: PubSubMode, keyPrefix: stri
   const unprefixed = (channel: string): string =>
     keyPrefix && channel.startsWith(keyPrefix) ? channel.slice(keyPrefix.length) : channel;
   if (mode === 'sharded') {
+    const wanted = new Set<string>();
+    followSlotMoves(
+      subscriber as Cluster,
+      (channel) => wanted.has(unprefixed(channel)),
+      unprefixed,
+    );
     return {
-      subscribe: (channel) => subscriber.ssubscribe(channel),
-      unsubscribe: (channel) => subscriber.sunsubscribe(channel),
+      subscribe: (channel) => {
+        wanted.add(channel);
+        return subscriber.ssubscribe(channel);
+      },
+      unsubscribe: (channel) => {
+        wanted.delete(channel);
+        return subscriber.sunsubscribe(channel);
+      },
       onMessage: (listener) =>
         subscriber.on('smessage', (channel: string, message: string) =>
           listener(unprefixed(channel), message),
         ),
       onError: (listener) => subscriber.on('error', listener),
-      close: () => subscriber.disconnect(),
+      close: () => {
+        wanted.clear(); // a slot move reported after this is none of ours
+        subscriber.disconnect();
+      },
     };
   }
   return {
@@ -57,6 +73,39 @@ function subscriberOf(subscriber: RedisClient, mode: PubSubMode, keyPrefix: stri
     onError: (listener) => subscriber.on('error', listener),
     close: () => subscriber.disconnect(),
   };
+}
+
+/**
+ * A node that gives a slot away (resharding, `CLUSTER SETSLOT … NODE`) drops that slot's sharded
+ * subscriptions and tells the subscriber with an unasked `sunsubscribe`; ioredis, expecting no
+ * reply, reports it as a "Command queue state error" and keeps its old slot map, so the channel
+ * would be subscribed nowhere and its waiters would sleep until their fallback timer. On that
+ * report, refresh the slot map until it no longer names that node for the slot (the node that is
+ * asked may not have heard of the move yet; 2 s at most), then subscribe again, on the new owner.
+ */
+function followSlotMoves(
+  subscriber: Cluster,
+  wanted: (channel: string) => boolean,
+  unprefixed: (channel: string) => string,
+): void {
+  subscriber.on('nodeError', (error: unknown, node: unknown) => {
+    const pushed = /Last reply: sunsubscribe,(.*),\d+$/s.exec(String((error as Error)?.message));
+    if (!pushed || !wanted(pushed[1])) return;
+    const channel = pushed[1];
+    const slot = clusterSlot(channel);
+    let tries = 0;
+    const follow = (): void =>
+      subscriber.refreshSlotsCache(() => {
+        if (!wanted(channel)) return;
+        if (subscriber.slots?.[slot]?.[0] === node && ++tries < 20) {
+          setTimeout(follow, 100).unref();
+          return;
+        }
+        // Not awaited: a subscription that meets MOVED is redone by ioredis, never answered here.
+        subscriber.ssubscribe(unprefixed(channel)).catch(() => undefined);
+      });
+    follow();
+  });
 }
 
 /**

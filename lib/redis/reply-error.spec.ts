@@ -1,5 +1,5 @@
 import { ReplyError } from 'ioredis';
-import { finalReplyErrorCode } from './reply-error';
+import { finalReplyErrorCode, refusedUnrun } from './reply-error';
 
 describe('finalReplyErrorCode', () => {
   it.each([
@@ -54,5 +54,29 @@ describe('finalReplyErrorCode', () => {
   it('leaves errors that are not replies (timeouts, dropped connections) alone', () => {
     expect(finalReplyErrorCode(new Error('Connection is closed.'))).toBeUndefined();
     expect(finalReplyErrorCode('WRONGTYPE')).toBeUndefined();
+  });
+});
+
+describe('refusedUnrun', () => {
+  it.each([
+    new ReplyError('TRYAGAIN Multiple keys request during rehashing of slot'),
+    new ReplyError('CLUSTERDOWN The cluster is down'),
+    new Error('Redis release failed', {
+      cause: new Error('Too many Cluster redirections. Last error: ReplyError: MOVED 7562 h:1'),
+    }),
+    new Error(
+      'Too many Cluster redirections. Last error: ReplyError: NOSCRIPT No matching script. Please use EVAL.',
+    ),
+  ])('knows "%s" was refused before it ran', (error) => {
+    expect(refusedUnrun(error)).toBe(true);
+  });
+
+  it.each([
+    new ReplyError("READONLY You can't write against a read only replica."),
+    new Error('Redis release did not answer within 2000 ms'),
+    new Error('Too many Cluster redirections. Last error: Error: Connection is closed.'),
+    new ReplyError('WRONGTYPE Operation against a key holding the wrong kind of value'),
+  ])('cannot tell whether "%s" ran', (error) => {
+    expect(refusedUnrun(error)).toBe(false);
   });
 });

@@ -38,3 +38,30 @@ function replyCode(message: string): string {
     .filter((found) => found !== 'ERR');
   return carried.at(-1) ?? 'ERR';
 }
+
+/**
+ * Refusals a server sends before it runs a command: a Cluster slot in migration (TRYAGAIN, or the
+ * redirects ioredis follows until it gives up), a cluster or primary down, a dataset loading, a
+ * busy script. Not READONLY or NOREPLICAS, which a script can meet after its first write.
+ */
+const UNRUN_CODES = new Set(['TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'LOADING', 'BUSY']);
+/**
+ * ioredis gave up following a Cluster's redirects (after TRYAGAIN it tries a random node, which may
+ * answer MOVED, ASK or NOSCRIPT): the last answer, a refusal too, says so.
+ */
+const REDIRECTS =
+  /^Too many Cluster redirections\. Last error: ReplyError: (MOVED|ASK|TRYAGAIN|CLUSTERDOWN|NOSCRIPT)\b/;
+
+/**
+ * Whether `error` (or the error it wraps, as `cause`) says Redis refused the command without
+ * running it, so sending it again cannot run it twice. A timeout or a lost connection never does.
+ */
+export function refusedUnrun(error: unknown): boolean {
+  for (let at = error; at instanceof Error; at = at.cause) {
+    if (at.name === 'ReplyError' && UNRUN_CODES.has(/^[A-Z]+/.exec(at.message)?.[0] ?? '')) {
+      return true;
+    }
+    if (REDIRECTS.test(at.message)) return true;
+  }
+  return false;
+}

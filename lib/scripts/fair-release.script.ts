@@ -7,9 +7,9 @@ import { LuaScript } from './lua-script';
  * free for a newcomer to take while someone queues. The new holder gets the short lease its entry
  * names (at most its entry's lifetime, so a waiter that died since its last refresh blocks no
  * longer than that), which it renews at once.
- * KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] waiters, KEYS[5] channel.
+ * KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] waiters.
  * ARGV[1] token, ARGV[2] 'PUBLISH' or 'SPUBLISH', ARGV[3] how long (ms) the fence counter
- * outlives the lease a hand-off gives.
+ * outlives the lease a hand-off gives, ARGV[4] the release channel (no KEY: see release.script).
  * Publishes "grant:<token>:<fence>" for a hand-off, else the releasing token.
  * Returns 1 when `token` held the lock (released or handed over), 0 otherwise.
  */
@@ -37,11 +37,11 @@ while true do
     local handoff = math.max(1, math.min(tonumber(lease), expiresAt - now))
     redis.call('SET', KEYS[1], head, 'PX', handoff)
 ${nextFenceLua('KEYS[2]', 'handoff + tonumber(ARGV[3])')}
-    redis.call(ARGV[2], KEYS[5], 'grant:' .. head .. ':' .. string.format('%d', fence))
+    redis.call(ARGV[2], ARGV[4], 'grant:' .. head .. ':' .. string.format('%d', fence))
     return 1
   end
 end
-redis.call(ARGV[2], KEYS[5], ARGV[1])
+redis.call(ARGV[2], ARGV[4], ARGV[1])
 return 1
 `,
 );

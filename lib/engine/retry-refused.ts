@@ -1,0 +1,21 @@
+import { refusedUnrun } from '../redis/reply-error';
+import { monotonicNow } from './clock';
+
+/**
+ * Runs `attempt` again, with backoff, while Redis refuses it unrun — a Cluster slot in migration
+ * answers TRYAGAIN to a script whose keys are split between the two nodes until the move
+ * completes — and until `until()` (monotonic ms) would pass. A failure after which the command
+ * may have run (a timeout, a lost connection), or any other, is thrown at once: sending it again
+ * could run it twice.
+ */
+export async function retryRefused<T>(attempt: () => Promise<T>, until: () => number): Promise<T> {
+  for (let failures = 0; ; failures++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const pause = Math.min(50 * 2 ** failures, 1_000);
+      if (!refusedUnrun(error) || monotonicNow() + pause >= until()) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
