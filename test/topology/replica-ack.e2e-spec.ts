@@ -10,7 +10,7 @@ import { lockServices, redisKeyOf } from '../support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis-server';
 import { closeAllProxies, startTcpProxy } from '../support/tcp-proxy';
 import { now, sleep, waitFor } from '../support/time';
-import { nodeCommand, waitForReplication } from '../support/topologies';
+import { nodeClient, nodeCommand, waitForReplication } from '../support/topologies';
 import { uniquePrefix } from '../support/unique-prefix';
 
 const prefix = uniquePrefix('replica-ack');
@@ -35,13 +35,31 @@ beforeAll(async () => {
   jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
   const diskless = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];
   [primary, lonely] = await Promise.all([startRedis({ args: diskless }), startRedis()]);
-  replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+  replica = await startRedis({
+    // Loads the sync stream in memory: no dump.rdb written to the working directory.
+    args: ['--replicaof', '127.0.0.1', String(primary.port), '--repl-diskless-load', 'on-empty-db'],
+  });
   await waitFor(
     async () =>
       /master_link_status:up/.test(String(await nodeCommand(replica.port, 'INFO', 'replication'))),
     10_000,
     20,
   );
+  // Replication flows (a write is acknowledged at once), so a test's first grant does not wait
+  // for the replica's settling after its initial sync.
+  const client = nodeClient(primary.port);
+  try {
+    await waitFor(
+      async () => {
+        await client.set(`${prefix}probe`, '1');
+        return Number(await client.wait(1, 200)) === 1;
+      },
+      10_000,
+      0,
+    );
+  } finally {
+    client.disconnect();
+  }
 }, 30_000);
 
 afterAll(async () => {
@@ -84,12 +102,13 @@ describe('replicaAck: whose acknowledgement counts', () => {
 });
 
 describe('replicaAck: a stalled replica', () => {
-  it('never delays renewals and extend() of a held lock while grants wait for it', async () => {
+  it('never delays renewals, extend() and releases of held locks while grants wait for it', async () => {
     const locks = services.create({
       redis: primary.url,
       replicaAck: { minReplicas: 1, timeout: 1_500 },
     });
     const held: LockHandle = await locks.acquire('stall:held', { ttl: 600 });
+    const other: LockHandle = await locks.acquire('stall:other', { ttl: 5_000 });
     await waitForReplication(primary.port, replica.port);
     const order: string[] = [];
     replica.pause();
@@ -105,11 +124,13 @@ describe('replicaAck: a stalled replica', () => {
       await held.extend(600);
       order.push('extend');
       const extendMs = now() - asked;
+      expect(await other.release()).toBe(true);
+      order.push('release');
       const outcomes = await Promise.all(grants);
       // Every grant waited its 1.5 s for the stalled replica (rolled back, unavailable); the
       // held lock answered its extension before any of them, and stayed held through renewals.
       for (const outcome of outcomes) expect(outcome.error).toBeInstanceOf(RedisUnavailableError);
-      expect(order[0]).toBe('extend');
+      expect(order.slice(0, 2)).toEqual(['extend', 'release']);
       expect(extendMs).toBeLessThan(1_000);
       expect(held.signal.aborted).toBe(false);
     } finally {
