@@ -1,5 +1,5 @@
 /**
- * Exclusion checked the Jepsen way (DESIGN §7): separate Node processes each increment one Redis
+ * Exclusion checked the Jepsen way: separate Node processes each increment one Redis
  * counter with a non-atomic GET → sleep(1 ms) → SET. Two increments that overlap lose an update,
  * so the final count equals processes × iterations only if no two holders ever overlapped.
  */

@@ -1,5 +1,5 @@
 /**
- * Exclusion, no deadlock, and "only the owner releases" (DESIGN §2), against the shared Redis.
+ * Exclusion, no deadlock, and "only the owner releases", against the shared Redis.
  */
 import { LockLostError, LockNotAcquiredError, type LockHandle } from 'nestjs-redis-lock';
 import { killAllWorkers, spawnWorker } from './support/processes';

@@ -1,5 +1,5 @@
 /**
- * Loss is never silent (DESIGN §2): when Redis stops answering, the holder learns it lost the
+ * Loss is never silent: when Redis stops answering, the holder learns it lost the
  * lock by its local deadline — signal aborted with LockLostError, 'lost' event — without any
  * unhandled rejection (test/support/fail-on-unhandled.ts fails the test on one). A private
  * redis-server is paused with SIGSTOP: connections stay open, nothing answers.

@@ -1,5 +1,5 @@
 /**
- * Waiting is fast and bounded (DESIGN §2): woken by the release notification, else retried at the
+ * Waiting is fast and bounded: woken by the release notification, else retried at the
  * holder's lease end; `wait` is a budget; an AbortSignal cancels; fences increase per key.
  */
 import Redis from 'ioredis';

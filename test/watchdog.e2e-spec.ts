@@ -1,5 +1,5 @@
 /**
- * The lease follows the work (DESIGN §2): the watchdog renews a held lock every lease/3 for as
+ * The lease follows the work: the watchdog renews a held lock every lease/3 for as
  * long as the work runs, and stops the moment it settles. Runs on a private redis-server, so
  * MONITOR and INFO commandstats see this file's commands only.
  */

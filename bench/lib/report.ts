@@ -325,7 +325,7 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
 
   const bar = evaluateBar(r);
   if (bar.length > 0) {
-    out.push('## The bar (issue 5)', '');
+    out.push('## The bar', '');
     out.push(
       table(
         ['Criterion', 'Bar', 'Measured', ''],

@@ -6,10 +6,12 @@ const INTERCEPTORS_METADATA = '__interceptors__';
 /**
  * Moves `LockedInterceptor` to the end of a `@Locked` method's interceptor list, so it runs last,
  * right before pipes and the handler, whatever the decorator order. Nest runs a method's
- * interceptors in the order they were added, and decorators apply bottom-up: with
- * `@UseInterceptors(FileInterceptor('file'))` above `@Locked('upload:<body.userId>')`, the lock's
- * key would otherwise be read before multer has parsed the body. Must run before Nest registers
- * routes and message handlers, which read the list once.
+ * interceptors in the order they were added, and decorators apply bottom-up. The lock itself is
+ * taken later still, when the handler is called with its piped arguments; running last keeps the
+ * call's frame (which the handler's lock is matched against) from reaching other interceptors'
+ * work — `@UseInterceptors(FileInterceptor('file'))` above `@Locked('upload:<body.userId>')` parses
+ * the body outside it. Must run before Nest registers routes and message handlers, which read the
+ * list once.
  */
 export function orderLockedInterceptorLast(method: object): void {
   const list: unknown = Reflect.getOwnMetadata(INTERCEPTORS_METADATA, method);

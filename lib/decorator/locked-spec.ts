@@ -9,12 +9,14 @@ import {
   type Placeholder,
 } from '../keys/key-template';
 import { readParamBindings, type ParamBinding } from '../keys/param-names';
+import { keyFromRouteArguments } from './route-key-plan';
 import type { RunLockedOptions } from '../locking/run-locked';
 import type { OptionNames } from '../module/known-options';
 
 /**
- * A key function: on a provider method it receives the method's arguments; on a controller
- * handler it receives the Nest `ExecutionContext`. It must return a non-empty string.
+ * A key function: on a provider method it receives the method's arguments; on a controller or
+ * gateway handler it receives the Nest `ExecutionContext` and then the arguments the handler
+ * receives (after pipes). It must return a non-empty string.
  */
 export type LockKeyFactory = (...args: never[]) => string;
 
@@ -42,27 +44,32 @@ export interface LockedSpec {
   readonly params?: ReadonlyMap<string, ParamBinding>;
   readonly options: LockedOptions;
   readonly returnsObservable: boolean;
+  /** The class the method was declared on, and its name: where Nest keeps its parameter metadata. */
+  readonly owner: object;
+  readonly method: string | symbol;
 }
 
 export const LOCKED_METADATA = 'nestjs-redis-lock:locked';
 
-/** Sources a controller placeholder may name explicitly; others are searched in this order. */
-const HTTP_SOURCES = ['params', 'query', 'body', 'headers', 'user'] as const;
-const HTTP_SEARCH_ORDER = ['params', 'query', 'body', 'user'] as const;
-const PAYLOAD_SOURCES = ['data', 'payload'] as const;
+/** Where a method is declared: its class (`target.constructor`) and its name. */
+export interface MethodSite {
+  readonly owner: object;
+  readonly method: string | symbol;
+  readonly where: string;
+}
 
 export function createLockedSpec(
   key: string | LockKeyFactory,
   options: LockedOptions,
-  method: (...args: never[]) => unknown,
-  where: string,
+  fn: (...args: never[]) => unknown,
+  site: MethodSite,
   returnsObservable: boolean,
 ): LockedSpec {
-  if (typeof key === 'function') return { where, keyFactory: key, options, returnsObservable };
+  if (typeof key === 'function') return { ...site, keyFactory: key, options, returnsObservable };
   return {
-    where,
+    ...site,
     template: parseKeyTemplate(key),
-    params: readParamBindings(method),
+    params: readParamBindings(fn),
     options,
     returnsObservable,
   };
@@ -123,38 +130,20 @@ function argumentValue(spec: LockedSpec, args: unknown[], placeholder: Placehold
   return readPath(base, rest);
 }
 
-/** The key of a route/RPC/WebSocket call, from the request (or message payload). */
-export function keyFromContext(spec: LockedSpec, context: ExecutionContext): string {
-  if (spec.keyFactory)
-    return checkFactoryKey(spec, (spec.keyFactory as (c: unknown) => unknown)(context));
-  const type = context.getType<string>();
-  if (type === 'http') {
-    const request = context.switchToHttp().getRequest<Record<string, unknown>>();
-    return renderKeyTemplate(spec.template!, (placeholder) => requestValue(request, placeholder));
+/**
+ * The key of a route, RPC or WebSocket call, built from the arguments its handler receives (after
+ * pipes); a key function gets the `ExecutionContext` and those arguments.
+ */
+export function keyFromRoute(
+  spec: LockedSpec,
+  args: readonly unknown[],
+  context: ExecutionContext,
+): string {
+  if (spec.keyFactory) {
+    const factory = spec.keyFactory as (c: unknown, a: readonly unknown[]) => unknown;
+    return checkFactoryKey(spec, factory(context, args));
   }
-  const data = type === 'rpc' ? context.switchToRpc().getData() : context.switchToWs().getData();
-  return renderKeyTemplate(spec.template!, ({ path }) =>
-    (PAYLOAD_SOURCES as readonly string[]).includes(path[0])
-      ? readPath(data, path.slice(1))
-      : readPath(data, path),
-  );
-}
-
-function requestValue(request: Record<string, unknown>, { path }: Placeholder): unknown {
-  const [root, ...rest] = path;
-  if ((HTTP_SOURCES as readonly string[]).includes(root) && rest.length > 0) {
-    // Header names arrive lower-cased from Node's HTTP parser.
-    const lookup =
-      root === 'headers'
-        ? rest.map((segment, i) => (i === 0 ? segment.toLowerCase() : segment))
-        : rest;
-    return readPath(request[root], lookup);
-  }
-  for (const source of HTTP_SEARCH_ORDER) {
-    const value = readPath(request[source], path);
-    if (value !== undefined) return value;
-  }
-  return undefined;
+  return keyFromRouteArguments(spec, args, context);
 }
 
 function checkFactoryKey(spec: LockedSpec, key: unknown): string {

@@ -22,12 +22,7 @@ import {
   type LockedSpec,
   type LockKeyFactory,
 } from './locked-spec';
-import {
-  defineResponseBinding,
-  readResponseBinding,
-  runHeldCall,
-  type ResponseBinding,
-} from './locked-response';
+import { defineResponseBinding, readResponseBinding } from './locked-response';
 import { LockedInterceptor } from './locked.interceptor';
 
 export type { LockedOptions, LockKeyFactory };
@@ -47,12 +42,16 @@ export type LockedMethodDecorator = <T extends LockableMethod>(
 ) => void;
 
 /**
- * Runs the method while holding a Redis lock on a key built from its arguments (providers) or
- * from the request (controller handlers), renewing the lease while it runs and releasing it after.
+ * Runs the method while holding a Redis lock on a key built from its arguments, renewing the lease
+ * while it runs and releasing it after. On routes, microservice and gateway handlers the arguments
+ * are those the handler receives, after pipes.
  *
- * - `'order:<userId>'` — `<name>` is a parameter name (provider) or a route param / query / body /
- *   user field (controller); dotted paths (`<dto.user.id>`, `<0.id>`, `<body.userId>`) reach inside.
- * - A function is the escape hatch: `(...args) => string` on providers, `(ctx) => string` on routes.
+ * - `'order:<userId>'` — `<name>` is a parameter: by its TypeScript name, or on a handler by the
+ *   name its decorator gives it (`@Param('userId') id` answers to `<userId>` and `<id>`). On routes
+ *   any other value names its source: `<params.x>`, `<query.x>`, `<body.x>`, `<headers.x>`,
+ *   `<user.x>`. Dotted paths (`<dto.user.id>`, `<0.id>`) reach inside. Checked at bootstrap.
+ * - A function is the escape hatch: `(...args) => string` on providers, `(ctx, args) => string` on
+ *   handlers (the `ExecutionContext`, then the piped arguments).
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
  *   `order:undefined`.
  * - Only methods that return a Promise or an Observable compile: a locked call waits for its lock,
@@ -91,9 +90,11 @@ export function Locked(
     const original = descriptor.value as unknown as (...args: unknown[]) => unknown;
     const returnsObservable =
       Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
-    const spec = createLockedSpec(key, options, original, where, returnsObservable);
+    const owner = typeof target === 'function' ? target : target.constructor;
+    const site = { owner, method: propertyKey, where };
+    const spec = createLockedSpec(key, options, original, site, returnsObservable);
     const binding = readResponseBinding(target, propertyKey);
-    const wrapper = lockedMethod(original, spec, binding);
+    const wrapper = lockedMethod(original, spec);
 
     // Keep what decorators below this one stored on the original (@Get, @HttpCode, @Cron, …).
     for (const metadataKey of Reflect.getOwnMetadataKeys(original)) {
@@ -109,24 +110,15 @@ export function Locked(
   };
 }
 
-function lockedMethod(
-  original: (...args: unknown[]) => unknown,
-  spec: LockedSpec,
-  binding: ResponseBinding,
-) {
+function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpec) {
   const wrapper = function (this: unknown, ...args: unknown[]): unknown {
-    const frame = lockContext.getStore();
-    if (frame?.lockedByInterceptor === spec) {
-      // A route: the interceptor already holds the lock for this very call. Matched by spec, not
-      // by function: a wrapping decorator above this one (a tracing `@Span`) copies the spec onto
-      // the function Nest calls, and then calls this wrapper with the same request. What the
-      // handler returns (a promise, an ack to send) is recorded on the call, so the lock outlasts it.
-      const inner = { ...frame, lockedByInterceptor: undefined, lockedCall: undefined };
-      const run = (callArgs: unknown[]) =>
-        lockContext.run(inner, () => original.apply(this, callArgs));
-      return frame.lockedCall
-        ? runHeldCall(frame.lockedCall, binding, spec.where, args, run)
-        : run(args);
+    const route = lockContext.getStore()?.lockedRoute;
+    if (route?.spec === spec) {
+      // A route, RPC or gateway call its interceptor prepared: Nest calls this with the arguments
+      // its pipes produced, and the lock is keyed from them. Matched by spec, not by function: a
+      // wrapping decorator above this one (a tracing `@Span`) copies the spec onto the function
+      // Nest calls, and then calls this wrapper with the same arguments.
+      return route.run(args, (callArgs) => original.apply(this, callArgs));
     }
     const locks = boundLockService(this);
     if (spec.returnsObservable) {

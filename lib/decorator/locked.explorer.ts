@@ -8,6 +8,7 @@ import { warnIfEventsDrop } from '../rpc/event-handlers';
 import { bindLockService } from './locked-binding';
 import { orderLockedInterceptorLast } from './locked-order';
 import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
+import { assertRoutePlaceholders } from './route-key-plan';
 
 /** `@WebSocketGateway()` and `@SubscribeMessage()` metadata (`@nestjs/websockets`, an optional peer). */
 const WS_GATEWAY = 'websockets:is_gateway';
@@ -15,9 +16,10 @@ const WS_MESSAGE_HANDLER = 'websockets:message_mapping';
 
 /**
  * At bootstrap (as @nestjs/schedule's explorer does), finds every provider and controller with
- * `@Locked` methods, binds this app's LockService to the instance, and validates provider key
- * templates against the method's parameters — so a typo stops the app from starting. Controller
- * and WebSocket gateway handlers are keyed from the request or message instead.
+ * `@Locked` methods, binds this app's LockService to the instance, and validates key templates —
+ * against a provider method's parameters, or, for controller and gateway handlers, against the
+ * parameters Nest fills and the route's path, fixing where each placeholder is read — so a typo
+ * or an ambiguous name stops the app from starting.
  */
 @Injectable()
 export class LockedExplorer implements OnModuleInit {
@@ -60,6 +62,10 @@ export class LockedExplorer implements OnModuleInit {
         if (!wrapper.isDependencyTreeStatic())
           throw new RedisLockConfigError(messages.requestScoped(spec.where));
         assertProviderPlaceholders(spec);
+      }
+      if (isController || gateway) {
+        // Each placeholder's one source is decided now: a typo or an ambiguous name stops the start.
+        assertRoutePlaceholders(spec, wrapper.metatype ?? prototype.constructor, prototype[name]);
       }
       if (isController) {
         warnIfEventsDrop(

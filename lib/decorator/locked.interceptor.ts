@@ -7,14 +7,25 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { concat, defer, EMPTY, of, tap, throwError, type Observable } from 'rxjs';
+import {
+  concat,
+  defer,
+  EMPTY,
+  from,
+  isObservable,
+  Observable,
+  of,
+  switchMap,
+  tap,
+  throwError,
+} from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { handlerName, httpAnswer, logLockFailure } from '../http/lock-failure-answer';
 import { headersSent, isLockFailure, toLockHttpException } from '../http/lock-http-exception';
 import { LockService } from '../lock.service';
 import type { LockFailure } from '../module/redis-lock-options';
-import { lockContext } from '../locking/lock-context';
+import { lockContext, type LockedRoute } from '../locking/lock-context';
 import type { LockedCall } from '../locking/locked-call';
 import { observeLocked } from '../locking/run-locked';
 import { isEventHandler, logEventFailure } from '../rpc/event-handlers';
@@ -23,22 +34,25 @@ import {
   getResponseBinding,
   rawResponse,
   responseOver,
+  runHeldCall,
   skippedAck,
   streamOver,
   type ResponseBinding,
 } from './locked-response';
-import { getLockedSpec, keyFromContext, type LockedSpec } from './locked-spec';
+import { getLockedSpec, keyFromRoute, type LockedSpec } from './locked-spec';
 
 /** What `@Sse()` stores on a handler (the key `@nestjs/common` uses; no deep import, for ESM builds). */
 const SSE_METADATA = '__sse__';
 
 /**
- * Takes the lock of a `@Locked` route before the handler runs (and before its pipes), keyed from
- * the request, and holds it until the work for the call is done: the handler's promise settled
- * (even if the subscriber left, e.g. a timeout interceptor), a `@Res()` response sent or its
- * connection closed, a `StreamableFile` read to its end, an `@Ack()` sent. `@Locked` attaches it
- * by itself; it is exported for `APP_INTERCEPTOR`-style setups and for subclassing its seams
- * (`resolveKey`, `toHttpException`), as `ThrottlerGuard` allows.
+ * Locks `@Locked` routes, microservice and gateway handlers. Interceptors run before pipes, so it
+ * only prepares the call: the lock is taken when Nest calls the handler with the arguments its
+ * pipes produced, keyed from them (a request its pipes reject takes no lock). It is then held until
+ * the work for the call is done: the handler's promise settled (even if the subscriber left, e.g. a
+ * timeout interceptor), a `@Res()` response sent or its connection closed, a `StreamableFile` read
+ * to its end, an `@Ack()` sent. `@Locked` attaches it by itself; it is exported for
+ * `APP_INTERCEPTOR`-style setups and for subclassing its seams (`resolveKey`, `toHttpException`),
+ * as `ThrottlerGuard` allows.
  */
 @Injectable()
 export class LockedInterceptor implements NestInterceptor {
@@ -50,59 +64,83 @@ export class LockedInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const handler = context.getHandler();
     const spec = getLockedSpec(handler);
-    // No lock, or one already taken for this very call (the interceptor registered twice, e.g.
-    // also as APP_INTERCEPTOR): pass through rather than lock against ourselves.
-    if (!spec || lockContext.getStore()?.lockedByInterceptor === spec) return next.handle();
+    // No lock, or this call prepared already (the interceptor registered twice, e.g. also as
+    // APP_INTERCEPTOR): pass through rather than lock against ourselves.
+    if (!spec || lockContext.getStore()?.lockedRoute?.spec === spec) return next.handle();
     if (!this.locks) return throwError(() => new RedisLockError(messages.notBound(spec.where)));
-
-    let key: string;
-    try {
-      key = this.resolveKey(spec, context);
-    } catch (error) {
-      return throwError(() => this.mapError(error, context));
-    }
     const locks = this.locks;
     const binding = getResponseBinding(handler);
-    return defer(() => {
-      let ran = false;
-      const locked = observeLocked(
-        locks,
-        key,
-        spec.options,
-        (call) => {
-          ran = true;
-          return this.runHeld(context, next, spec, call, binding);
+    return new Observable<unknown>((subscriber) => {
+      let left = false;
+      const route: LockedRoute = {
+        spec,
+        run: (args, invoke) => {
+          // The caller left (a timeout) while pipes ran: it hears nothing, so nothing runs.
+          if (left) throw new RedisLockError(messages.callerLeft(spec.where));
+          return this.lock(context, spec, binding, locks, args, invoke);
         },
-        (error) => this.mapError(error, context, key),
-      );
-      // A call skipped as busy (`onBusy: 'skip'`) never ran: it still answers.
-      return concat(
-        locked,
-        defer(() => (ran ? EMPTY : this.answerSkipped(context, spec, binding))),
-      );
+      };
+      const parent = lockContext.getStore();
+      const frame = { held: parent?.held ?? new Map(), hold: parent?.hold, lockedRoute: route };
+      const inner = lockContext.run(frame, () => next.handle().subscribe(subscriber));
+      return () => {
+        left = true;
+        inner.unsubscribe();
+      };
     });
   }
 
-  /** Runs the handler's chain, recording on `call` the work that must end before the release. */
+  /** Keys the call from the handler's arguments, takes the lock and runs the handler under it. */
+  private lock(
+    context: ExecutionContext,
+    spec: LockedSpec,
+    binding: ResponseBinding,
+    locks: LockService,
+    args: unknown[],
+    invoke: (args: unknown[]) => unknown,
+  ): Observable<unknown> {
+    let key: string;
+    try {
+      key = this.resolveKey(spec, context, args);
+    } catch (error) {
+      throw this.mapError(error, context);
+    }
+    let ran = false;
+    const locked = observeLocked(
+      locks,
+      key,
+      spec.options,
+      (call) => {
+        ran = true;
+        return this.runHeld(context, spec, call, binding, args, invoke);
+      },
+      (error) => this.mapError(error, context, key),
+    );
+    // A call skipped as busy (`onBusy: 'skip'`) never ran: it still answers.
+    return concat(
+      locked,
+      defer(() => (ran ? EMPTY : this.answerSkipped(context, spec, binding))),
+    );
+  }
+
+  /** Runs the handler, recording on `call` the work that must end before the release. */
   private runHeld(
     context: ExecutionContext,
-    next: CallHandler,
     spec: LockedSpec,
     call: LockedCall,
     binding: ResponseBinding,
+    args: unknown[],
+    invoke: (args: unknown[]) => unknown,
   ): Observable<unknown> {
     const type = context.getType();
     const response = type === 'http' ? context.switchToHttp().getResponse<unknown>() : undefined;
     if (binding.sendsResponse) call.hold(responseOver(response));
     if (type === 'ws') call.client = context.switchToWs().getClient<unknown>();
-    const frame = { ...lockContext.getStore()!, lockedByInterceptor: spec, lockedCall: call };
-    return lockContext
-      .run(frame, () => next.handle())
-      .pipe(
-        tap((value) => {
-          if (value instanceof StreamableFile) call.hold(streamOver(value, response));
-        }),
-      );
+    return defer(() => asStream(runHeldCall(call, binding, spec.where, args, invoke))).pipe(
+      tap((value) => {
+        if (value instanceof StreamableFile) call.hold(streamOver(value, response));
+      }),
+    );
   }
 
   /**
@@ -144,9 +182,12 @@ export class LockedInterceptor implements NestInterceptor {
     }
   }
 
-  /** Builds the lock key for this call. Override to derive keys differently. */
-  protected resolveKey(spec: LockedSpec, context: ExecutionContext): string {
-    return keyFromContext(spec, context);
+  /**
+   * Builds the lock key for this call from the arguments the handler receives (after pipes).
+   * Override to derive keys differently.
+   */
+  protected resolveKey(spec: LockedSpec, context: ExecutionContext, args: unknown[]): string {
+    return keyFromRoute(spec, args, context);
   }
 
   /**
@@ -177,4 +218,11 @@ export class LockedInterceptor implements NestInterceptor {
     // Microservices and gateways: the transport's exception carries the failure as data.
     return toTransportException(error, type, this.locks!.options.errorDetails);
   }
+}
+
+/** What the handler returned, as Nest's own interceptor chain would stream it. */
+function asStream(result: unknown): Observable<unknown> {
+  if (isObservable(result)) return result;
+  if (!(result instanceof Promise)) return of(result);
+  return from(result).pipe(switchMap((value) => (isObservable(value) ? value : of(value))));
 }

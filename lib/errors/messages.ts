@@ -28,6 +28,37 @@ export const messages = {
       ? ` (parameters: ${known.join(', ')})`
       : ' (the method has no named parameters)') +
     '. Fix the placeholder, or use an argument index like <0.id>.',
+  ambiguousPlaceholder: (template: string, placeholder: string, where: string, matches: string[]) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> matches ${matches.length} ` +
+    `parameters: ${matches.join(', ')}. A key part must come from one place: rename a parameter, ` +
+    'or name the source, e.g. <params.x> or <body.x>.',
+  unknownRoutePlaceholder: (
+    template: string,
+    placeholder: string,
+    where: string,
+    meant: string[],
+    parameters: string[],
+    namesHidden: boolean,
+  ) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> matches no parameter of the ` +
+    `handler (${parameters.length ? `parameters: ${parameters.join(', ')}` : 'it has no bound parameters'}). ` +
+    `A bare name must be a parameter's name or the name its decorator gives it (@Param('x') answers ` +
+    `to <x>); otherwise name the source. Did you mean ${meant.join(', ')}?` +
+    (namesHidden
+      ? ' The parameter names could not be read (another decorator may wrap the method): put ' +
+        '@Locked() closest to the method, or use the names the parameter decorators give.'
+      : ''),
+  unknownRouteParam: (template: string, placeholder: string, where: string, params: string[]) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> names no param of the route ` +
+    `(route params: ${params.length ? params.join(', ') : 'none'}). Fix the name; for a param a ` +
+    "global prefix or a RouterModule path adds, bind it on the handler with @Param('name').",
+  sourceConflict: (template: string, placeholder: string, where: string, parameter: string) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> names a part of the request, ` +
+    `and also the parameter ${parameter}, which is bound to something else. Rename the parameter, ` +
+    'or key on it by the name its decorator gives it.',
+  callerLeft: (where: string) =>
+    `${where} was reached after its caller had left (a timeout answered while pipes ran), so it ` +
+    'was not run and took no lock.',
   badTemplate: (template: string, why: string) =>
     `Lock key template "${template}" is invalid: ${why}.`,
   paramNamesUnreadable: (where: string) =>

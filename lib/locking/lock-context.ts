@@ -1,7 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LockHandle } from '../engine/lock-handle';
 import type { Hold } from './holds';
-import type { LockedCall } from './locked-call';
 
 /** What the running async call chain holds. */
 export interface LockFrame {
@@ -10,13 +9,18 @@ export interface LockFrame {
   /** The innermost hold; its lock is what `currentLock()` returns. */
   readonly hold?: Hold;
   /**
-   * The `@Locked` method (its spec, which wrappers that copy the method's metadata share) whose
-   * lock the interceptor already took for this request: when Nest calls it, it runs straight
-   * through instead of locking again from its arguments.
+   * A `@Locked` route call whose interceptor has run: when Nest calls the method (matched by its
+   * spec, which wrappers that copy the method's metadata share) with the arguments its pipes
+   * produced, the method hands them to `run`, which takes the lock and runs the handler.
    */
-  readonly lockedByInterceptor?: object;
-  /** That call's record: the `@Locked` method reports there what its handler returned. */
-  readonly lockedCall?: LockedCall;
+  readonly lockedRoute?: LockedRoute;
+}
+
+/** A route call waiting for its handler's arguments to take its lock. */
+export interface LockedRoute {
+  readonly spec: object;
+  /** Takes the call's lock, keyed from `args`, and runs `invoke(args)` under it. */
+  readonly run: (args: unknown[], invoke: (args: unknown[]) => unknown) => unknown;
 }
 
 /**

@@ -1,5 +1,3 @@
-const ignore = (): void => undefined;
-
 /**
  * One locked call as its lock sees it: the work for the key that outlives the stream the lock is
  * held for — the handler's promise (a timeout interceptor may unsubscribe before it settles), a
@@ -25,9 +23,11 @@ export class LockedCall {
 
   /** Keeps the lock until `work` settles (fulfilled or rejected: either way it is over). */
   hold(work: PromiseLike<unknown>): void {
-    const settled = Promise.resolve(work).then(ignore, ignore);
+    // Forgotten in the first reaction to `work`, so code that reacts to it later (the stream that
+    // carries a handler's result) already sees the call idle.
+    const forget = (): void => void this.pending.delete(settled);
+    const settled: Promise<void> = Promise.resolve(work).then(forget, forget);
     this.pending.add(settled);
-    void settled.then(() => this.pending.delete(settled));
   }
 
   /** Resolves once every held work has settled, then closes the call. Never rejects. */

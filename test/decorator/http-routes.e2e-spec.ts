@@ -1,5 +1,5 @@
 /**
- * `@Locked` on controller handlers: keys from the request, 409 + Retry-After when busy, 400 for a
+ * `@Locked` on controller handlers: keys from the handler's parameters or a named request source, 409 + Retry-After when busy, 400 for a
  * bad key (with nothing written to Redis), the handler's own errors untouched, `wait`, and the
  * module-level status / exception factory.
  */
@@ -104,14 +104,20 @@ class OrdersController {
 
   @Get('broken/:id')
   @Locked('broken:<id>')
-  broken(): never {
+  broken(@Param('id') id: string): never {
+    void id;
     throw new Error('handler bug');
   }
 
   @Get('sources/:a')
   @UseGuards(FakeAuthGuard)
-  @Locked('src:<a>:<b>:<c>:<d.id>')
-  async searchOrder(): Promise<string> {
+  @Locked('src:<a>:<b>:<c>:<user.d.id>')
+  async fromParameters(
+    @Param('a') a: string,
+    @Query('b') b: string,
+    @Body('c') c: string,
+  ): Promise<string> {
+    void [a, b, c];
     return currentLock()!.key;
   }
 
@@ -154,7 +160,8 @@ class OrdersController {
 
   @Post('wait/:id')
   @Locked('wait:<id>', { wait: 3_000 })
-  async waitsForTheLock(): Promise<string> {
+  async waitsForTheLock(@Param('id') id: string): Promise<string> {
+    void id;
     const start = performance.now();
     await sleep(150);
     this.waitedRuns.push([start, performance.now()]);
@@ -310,24 +317,17 @@ describe('@Locked on controller routes', () => {
     expect(await redis.hget(leaseKey(prefix, 'order:user-foreign'), 'field')).toBe('value');
   });
 
-  it('searches route params, then query, then body, then user', async () => {
-    const server = app.getHttpServer();
-    const response = await request(server).get('/orders/sources/A?b=B&a=not-this-one').send({
-      c: 'C',
-      b: 'not-this-one',
-    });
+  it('reads each bare name from the parameter that declares it: same-named fields elsewhere change nothing', async () => {
+    const response = await request(app.getHttpServer())
+      .get('/orders/sources/A?b=B&a=not-this-one&c=no')
+      .send({ c: 'C', a: 'no', b: 'no', d: { id: 'D-from-body' } });
     expect(response.status).toBe(200);
     expect(response.text).toBe('src:A:B:C:D-from-user');
-
-    const bodyBeforeUser = await request(server)
-      .get('/orders/sources/A?b=B')
-      .send({ c: 'C', d: { id: 'D-from-body' } });
-    expect(bodyBeforeUser.text).toBe('src:A:B:C:D-from-body');
   });
 
-  it('prefers the route param over a query field of the same name', async () => {
+  it("takes a bare name's source from its parameter's binding: @Query('id') reads the query, not the route", async () => {
     const response = await request(app.getHttpServer()).get('/orders/precedence/from-path?id=q');
-    expect(response.text).toBe('p:from-path');
+    expect(response.text).toBe('p:q');
   });
 
   it('reads explicit sources: <params.x>, <query.x>, <body.x>, <headers.x>, <user.x>', async () => {
@@ -382,7 +382,8 @@ const busyGate = new Gate();
 class BusyController {
   @Post(':id')
   @Locked('busy:<id>')
-  async hold(): Promise<string> {
+  async hold(@Param('id') id: string): Promise<string> {
+    void id;
     await busyGate.opened;
     return 'held';
   }

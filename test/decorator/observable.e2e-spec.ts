@@ -40,7 +40,8 @@ class StreamsController {
 
   @Get('failing/:id')
   @Locked('failing:<id>')
-  failing(): Observable<never> {
+  failing(@Param('id') id: string): Observable<never> {
+    void id;
     return timer(50).pipe(
       map(() => {
         throw new Error('stream broke');

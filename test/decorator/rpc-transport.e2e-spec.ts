@@ -5,7 +5,7 @@
  * never the key) — not Nest's bare "Internal server error", which is what an Error thrown by an
  * interceptor or a service becomes on this transport.
  */
-import { Controller, Injectable, type INestMicroservice } from '@nestjs/common';
+import { Controller, Injectable, ParseIntPipe, type INestMicroservice } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import {
   ClientProxyFactory,
@@ -58,6 +58,13 @@ class OrderHandlers {
     this.runs++;
     await gate.opened;
     return { userId: data.userId, fence: currentLock()!.fence };
+  }
+
+  /** Keyed from the value the handler receives: `'007'` becomes `7` before the lock is taken. */
+  @MessagePattern('account.read')
+  @Locked('account:<id>')
+  async account(@Payload('id', ParseIntPipe) id: number): Promise<{ id: number; key: string }> {
+    return { id, key: currentLock()!.key };
   }
 
   /** Not locked itself: the lock is taken by the service it calls. */
@@ -131,6 +138,16 @@ describe('@Locked on microservice handlers (TCP transport)', () => {
     await app?.close();
     await deleteKeys(redis, prefix);
     await redis.quit();
+  });
+
+  it('keys a message from its piped payload parameter, and takes no lock when the pipe rejects it', async () => {
+    expect(await send('account.read', { id: '007' })).toEqual({
+      ok: true,
+      value: { id: 7, key: 'account:7' },
+    });
+    const rejected = await send('account.read', { id: 'abc' });
+    expect(rejected.ok).toBe(false);
+    expect(await redis.keys(`${prefix}{account:abc*`)).toEqual([]);
   });
 
   it('runs one of 5 concurrent messages for one user; the others get LockNotAcquiredError data', async () => {

@@ -3,12 +3,13 @@
  * message payload, one of concurrent messages for one key runs, and a refused message reaches the
  * client as an `exception` event with the failure as data — not "Internal server error".
  */
-import { Injectable, UseFilters, type INestApplication } from '@nestjs/common';
+import { Injectable, ParseIntPipe, UseFilters, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import type Redis from 'ioredis';
 import { io, type Socket } from 'socket.io-client';
 import {
+  currentLock,
   LockExceptionFilter,
   Locked,
   LockService,
@@ -58,6 +59,13 @@ class SeatsGateway {
     return { booked: data.seatId };
   }
 
+  /** Keyed from the value the handler receives: `'007'` becomes `7` before the lock is taken. */
+  @SubscribeMessage('row.read')
+  @Locked('row:<row>')
+  async row(@MessageBody('row', ParseIntPipe) row: number): Promise<{ row: number; key: string }> {
+    return { row, key: currentLock()!.key };
+  }
+
   /** The other decorator order: @Locked above @SubscribeMessage. */
   @Locked('seat:<seatId>')
   @SubscribeMessage('seat.release')
@@ -105,6 +113,11 @@ describe('@Locked on a WebSocket gateway (socket.io)', () => {
         socket.emit(event, data, (answer: unknown) => resolve({ answer }));
       });
   }
+
+  it('keys a message from its piped @MessageBody parameter', async () => {
+    const send = await connect();
+    expect(await send({ row: '007' }, 'row.read')).toEqual({ answer: { row: 7, key: 'row:7' } });
+  });
 
   it('runs one of 4 concurrent bookings of one seat; the others get LockNotAcquiredError data', async () => {
     const clients = await Promise.all(Array.from({ length: 4 }, () => connect()));

@@ -1,7 +1,7 @@
 import { hostProcess } from './host-process';
 
 /**
- * "No unhandled rejection, ever" (DESIGN §2), enforced on every e2e test: a rejection nobody
+ * "No unhandled rejection, ever", enforced on every e2e test: a rejection nobody
  * handled while a test (or its hooks) ran fails that test, even one raised from a timer after the
  * test's own assertions passed. The listener goes on the host process: the `process` a test file
  * sees is a sandboxed copy whose listeners never fire.

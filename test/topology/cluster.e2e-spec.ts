@@ -1,5 +1,5 @@
 /**
- * Redis Cluster (DESIGN §5): 3 primaries + 3 replicas from real `redis-server --cluster-enabled`
+ * Redis Cluster: 3 primaries + 3 replicas from real `redis-server --cluster-enabled`
  * processes. Exclusion across processes, sharded pub/sub hand-off on each shard, keys over many
  * slots, the decorator on a cluster-backed app, a manual failover during a run, and a primary
  * killed before its replica got a grant (the loss must be reported, never silent).

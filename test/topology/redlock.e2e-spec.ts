@@ -1,5 +1,5 @@
 /**
- * Redlock mode (DESIGN §5) over 3 and 5 independent `redis-server` primaries: a grant needs a
+ * Redlock mode over 3 and 5 independent `redis-server` primaries: a grant needs a
  * quorum (N/2+1) — checked for every subset of nodes pre-occupied by a foreign holder — a failed
  * attempt leaves nothing of ours behind, a held lock survives a minority of nodes dying and is
  * reported lost when a majority dies, and separate processes never overlap.

@@ -1,5 +1,5 @@
 /**
- * Sentinel (DESIGN §5): 1 primary + 1 replica + 3 sentinels from real `redis-server` processes.
+ * Sentinel: 1 primary + 1 replica + 3 sentinels from real `redis-server` processes.
  * Locks through ioredis' Sentinel options, the `WAIT`-based replica acknowledgement (granted only
  * when a replica has the lock, rolled back otherwise), and the primary killed while locks are
  * held: after the promotion everyone locks again, waiters recover, and a grant the replica never

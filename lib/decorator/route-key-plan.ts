@@ -1,0 +1,217 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { messages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { readPath, renderKeyTemplate, type Placeholder } from '../keys/key-template';
+import type { LockedSpec } from './locked-spec';
+import {
+  handlerKind,
+  handlerParameters,
+  REQUEST_SOURCES,
+  routeParams,
+  type HandlerKind,
+  type HandlerParameter,
+  type RequestSource,
+} from './route-parameters';
+
+/** Reads one placeholder's value from the handler's (piped) arguments or, failing that, its call. */
+type KeyReader = (args: readonly unknown[], context: ExecutionContext) => unknown;
+
+/** Where each placeholder of a route's template is read, decided once per handler kind. */
+type RoutePlan = ReadonlyMap<Placeholder, KeyReader>;
+
+const plans = new WeakMap<LockedSpec, Partial<Record<HandlerKind, RoutePlan>>>();
+
+/**
+ * Checks, at bootstrap, that every placeholder of a controller or gateway handler resolves from
+ * exactly one source, so a name that matches nothing, two parameters, or a route param the path
+ * lacks stops the app's start. Throws `RedisLockConfigError`.
+ */
+export function assertRoutePlaceholders(spec: LockedSpec, controller: object, handler: object) {
+  const kind = handlerKind(handler);
+  if (kind && spec.template) planFor(spec, kind, controller, handler);
+}
+
+/** The key of a route, RPC or WebSocket call, from the arguments its handler receives (piped). */
+export function keyFromRouteArguments(
+  spec: LockedSpec,
+  args: readonly unknown[],
+  context: ExecutionContext,
+): string {
+  const kind: HandlerKind = context.getType() === 'http' ? 'http' : 'message';
+  const plan = planFor(spec, kind, context.getClass(), context.getHandler());
+  return renderKeyTemplate(spec.template!, (placeholder) => plan.get(placeholder)!(args, context));
+}
+
+function planFor(spec: LockedSpec, kind: HandlerKind, controller: object, handler: object) {
+  const known = plans.get(spec) ?? {};
+  if (known[kind]) return known[kind];
+  const plan = new Map<Placeholder, KeyReader>();
+  const parameters = handlerParameters(spec.owner, spec.method, kind, spec.params);
+  const context: PlanContext = {
+    spec,
+    kind,
+    parameters,
+    routeParams: kind === 'http' ? routeParams(controller, handler) : undefined,
+  };
+  for (const placeholder of spec.template!.placeholders) {
+    plan.set(placeholder, readerFor(placeholder, context));
+  }
+  plans.set(spec, { ...known, [kind]: plan });
+  return plan;
+}
+
+interface PlanContext {
+  readonly spec: LockedSpec;
+  readonly kind: HandlerKind;
+  readonly parameters: readonly HandlerParameter[];
+  readonly routeParams?: ReadonlySet<string>;
+}
+
+/** A parameter a bare name points at, and the path inside it (names bound by destructuring). */
+interface Target {
+  readonly parameter: HandlerParameter;
+  readonly path: readonly string[];
+}
+
+function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
+  const [root, ...rest] = placeholder.path;
+  if (/^\d+$/.test(root)) return (args) => readPath(args[Number(root)], rest);
+  const targets = targetsOf(root, plan);
+  const fail = (message: string): never => {
+    throw new RedisLockConfigError(message);
+  };
+  const { source: template } = plan.spec.template!;
+  if (targets.length > 1) {
+    fail(
+      messages.ambiguousPlaceholder(
+        template,
+        placeholder.text,
+        plan.spec.where,
+        targets.map(describe),
+      ),
+    );
+  }
+  const source = REQUEST_SOURCES.find((one) => one === root);
+  if (plan.kind === 'http' && source && rest.length > 0) {
+    const named = targets[0]?.parameter;
+    if (!named) return sourceReader(source, rest, placeholder, plan);
+    // A parameter named like a source must read that very source, or the name says two things.
+    const same = named.custom ? source === 'user' : named.source === source && !named.field;
+    if (!same) {
+      fail(
+        messages.sourceConflict(template, placeholder.text, plan.spec.where, describe(targets[0])),
+      );
+    }
+  }
+  if (targets.length === 1) return argumentReader(targets[0], rest);
+  if (plan.kind === 'message')
+    return payloadReader(root === 'data' || root === 'payload' ? rest : placeholder.path, plan);
+  return fail(
+    messages.unknownRoutePlaceholder(
+      template,
+      placeholder.text,
+      plan.spec.where,
+      suggestions(placeholder.path, plan),
+      plan.parameters.map((parameter) => describe({ parameter, path: [] })),
+      namesHidden(plan),
+    ),
+  );
+}
+
+/** Parameters a bare name matches: by TypeScript name, or by the name its decorator gives it. */
+function targetsOf(root: string, plan: PlanContext): Target[] {
+  const found = new Map<string, Target>();
+  const at = (index: number) => plan.parameters.find((parameter) => parameter.index === index);
+  for (const [name, binding] of plan.spec.params ?? []) {
+    const parameter = at(binding.index);
+    if (name !== root || binding.rest || !parameter) continue;
+    found.set(`${binding.index}:${binding.path.join('.')}`, { parameter, path: binding.path });
+  }
+  for (const parameter of plan.parameters) {
+    if (parameter.field === root && parameter.source) {
+      found.set(`${parameter.index}:`, { parameter, path: [] });
+    }
+  }
+  return [...found.values()].sort((a, b) => a.parameter.index - b.parameter.index);
+}
+
+function argumentReader({ parameter, path }: Target, rest: readonly string[]): KeyReader {
+  const inside = [
+    ...path,
+    ...(parameter.source === 'headers' && !parameter.field ? lower(rest) : rest),
+  ];
+  return (args) => readPath(args[parameter.index], inside);
+}
+
+/**
+ * `<body.x>`, `<query.x>`, `<params.x>`, `<headers.x>`: the handler's parameter bound to that
+ * field (or to the whole source) when it has one — the value after its pipes — else the request
+ * as it arrived. `<user.x>` reads `request.user`, which guards set.
+ */
+function sourceReader(
+  source: RequestSource,
+  [field, ...more]: readonly string[],
+  placeholder: Placeholder,
+  plan: PlanContext,
+): KeyReader {
+  const same = (name: string) =>
+    source === 'headers' ? name.toLowerCase() === field.toLowerCase() : name === field;
+  const bound = plan.parameters.filter((parameter) => parameter.source === source);
+  const exact = bound.find((parameter) => parameter.field !== undefined && same(parameter.field));
+  if (exact) return (args) => readPath(args[exact.index], more);
+  if (source === 'params' && plan.routeParams && !plan.routeParams.has(field)) {
+    throw new RedisLockConfigError(
+      messages.unknownRouteParam(plan.spec.template!.source, placeholder.text, plan.spec.where, [
+        ...plan.routeParams,
+      ]),
+    );
+  }
+  const path = source === 'headers' ? [field.toLowerCase(), ...more] : [field, ...more];
+  const whole = bound.find((parameter) => parameter.field === undefined);
+  if (whole) return (args) => readPath(args[whole.index], path);
+  return (_args, context) =>
+    readPath(context.switchToHttp().getRequest<Record<string, unknown>>()[source], path);
+}
+
+/** A message's payload: the handler's whole-payload parameter (piped) if any, else the message. */
+function payloadReader(path: readonly string[], plan: PlanContext): KeyReader {
+  const whole = plan.parameters.find(
+    (parameter) => parameter.source === 'payload' && !parameter.field,
+  );
+  if (whole) return (args) => readPath(args[whole.index], path);
+  return (_args, context) =>
+    readPath(
+      context.getType() === 'rpc'
+        ? context.switchToRpc().getData()
+        : context.switchToWs().getData(),
+      path,
+    );
+}
+
+/** True when the method's own parameter names are unknown: `(...args)` is a wrapper's signature. */
+function namesHidden({ spec, parameters }: PlanContext): boolean {
+  const bindings = [...(spec.params?.values() ?? [])];
+  const wrapped = bindings.length === 1 && bindings[0].rest === true && bindings[0].index === 0;
+  return parameters.length > 0 && (!spec.params || wrapped);
+}
+
+/** What an unknown bare name could have meant, most likely first. */
+function suggestions(path: readonly string[], plan: PlanContext): string[] {
+  const dotted = path.join('.');
+  const out: string[] = [];
+  if (!plan.routeParams || plan.routeParams.has(path[0])) out.push(`<params.${dotted}>`);
+  out.push(`<body.${dotted}>`, `<query.${dotted}>`, `<user.${dotted}>`);
+  for (const parameter of plan.parameters) {
+    const whole = parameter.custom || (parameter.source && !parameter.field);
+    if (parameter.name && whole) out.push(`<${parameter.name}.${dotted}>`);
+  }
+  return out;
+}
+
+function describe({ parameter, path }: Target): string {
+  const name = parameter.name ?? `argument ${parameter.index}`;
+  return `${[name, ...path].join('.')} (${parameter.label})`;
+}
+
+const lower = ([first, ...rest]: readonly string[]): string[] =>
+  first === undefined ? [] : [first.toLowerCase(), ...rest];
