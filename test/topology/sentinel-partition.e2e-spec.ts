@@ -107,8 +107,11 @@ describe('Sentinel, the same partition with min-replicas-to-write 1 and min-repl
   let topology: SentinelTopology;
   /** A lease long enough to tell the first refused renewal (every ttl / 3) from the deadline. */
   const ttl = 6_000;
-  /** Longer than two renewal periods + max lag + 1 s, the most the old holder goes on renewing. */
-  const downAfter = 5_000;
+  /**
+   * Longer than the old holder can go on renewing: a renewal period (ttl / 3) + max lag + ~2 s
+   * (replicas acknowledge, and the primary counts them, once a second), with room for a loaded box.
+   */
+  const downAfter = 6_000;
   beforeAll(async () => {
     topology = await startSentinelTopology({ proxyPrimaryLinks: true, downAfter });
     // On the primary only: promoted, the lone replica has no replica of its own to count, and
