@@ -1,4 +1,4 @@
-import type { Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
@@ -21,21 +21,16 @@ import { fairReleaseScript } from '../scripts/fair-release.script';
 import { forceReleaseScript } from '../scripts/force-release.script';
 import { releaseScript } from '../scripts/release.script';
 import { renewManyScript } from '../scripts/renew-many.script';
+import { AcknowledgedGrants, type ReplicaAckOptions } from './acknowledged-grants';
 import type { FairAcquireReply, LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
+
+export type { ReplicaAckOptions } from './acknowledged-grants';
 
 /**
  * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small
  * enough that one command keeps Redis busy well under a millisecond.
  */
 const RENEW_BATCH = 500;
-
-/** `WAIT`-based replica acknowledgement of a grant. */
-export interface ReplicaAckOptions {
-  /** Replicas that must have the lock before the grant counts. */
-  minReplicas: number;
-  /** How long (ms) `WAIT` may block for them. */
-  timeout: number;
-}
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements LockBackend {
@@ -53,6 +48,8 @@ export class RedisBackend implements LockBackend {
   private readonly cluster: boolean;
   /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
   private resets = 0;
+  /** With `replicaAck`: where grants and their `WAIT` run, apart from renewals and releases. */
+  private readonly acknowledged?: AcknowledgedGrants;
   /** ioredis' `keyPrefix`: it prefixes KEYS, not the channel in ARGV, which subscribers expect. */
   private readonly keyPrefix: string;
 
@@ -62,7 +59,7 @@ export class RedisBackend implements LockBackend {
     private readonly closeTimeout: number,
     /** How long (ms) a fence counter outlives its lock's lease (`fenceRetention`). */
     private readonly fenceRetention: number,
-    private readonly replicaAck?: ReplicaAckOptions,
+    replicaAck?: ReplicaAckOptions,
   ) {
     this.client = connection.client as RedisClient & RedisCommander;
     this.cluster = isClusterClient(connection.client);
@@ -72,20 +69,18 @@ export class RedisBackend implements LockBackend {
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
     connection.client.on('close', () => this.resets++);
+    if (replicaAck && !this.cluster) {
+      this.acknowledged = new AcknowledgedGrants(connection.client as Redis, replicaAck);
+    }
   }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
-    const sent = acquireScript.run(
-      this.client,
-      [keys.lock, keys.fence],
-      [token, ttl, this.fenceRetention],
-    );
-    if (!this.replicaAck) return sent.then(Number);
-    return sent.then(async (reply) => {
-      const fence = Number(reply);
-      if (fence > 0) await this.awaitReplicas(keys, token);
-      return fence;
-    });
+    const grant = (client: RedisCommander): Promise<number> =>
+      acquireScript
+        .run(client, [keys.lock, keys.fence], [token, ttl, this.fenceRetention])
+        .then(Number);
+    if (!this.acknowledged) return grant(this.client);
+    return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
@@ -191,6 +186,7 @@ export class RedisBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    await this.acknowledged?.close(this.closeTimeout);
     if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
   }
 
@@ -224,31 +220,5 @@ export class RedisBackend implements LockBackend {
     }
     const replies = (await renewManyScript.run(this.client, keys, args)) as number[];
     return replies.map((reply) => reply === 1);
-  }
-
-  /**
-   * `WAIT` on the connection that wrote the grant: it returns how many replicas have received
-   * that write. A grant too few replicas have seen is rolled back, since a failover now could
-   * hand the lock to someone else. WAIT narrows that window; it cannot close it (a replica can
-   * still lose the write, and WAIT does not make Redis strongly consistent).
-   */
-  private async awaitReplicas(keys: LockRedisKeys, token: string): Promise<void> {
-    const { minReplicas, timeout } = this.replicaAck!;
-    let acknowledged: number;
-    try {
-      acknowledged = Number(
-        await (this.client as import('ioredis').Redis).wait(minReplicas, timeout),
-      );
-    } catch (error) {
-      // Never leave an unacknowledged grant behind, owned by nobody, for a whole lease.
-      await this.release(keys, token).catch(() => false);
-      throw error;
-    }
-    if (acknowledged >= minReplicas) return;
-    await this.release(keys, token).catch(() => false);
-    throw new RedisUnavailableError(
-      `Only ${acknowledged} of ${minReplicas} replicas acknowledged the lock "${keys.lock}" within ` +
-        `${timeout} ms, so it was released. Check replication, or lower replicaAck.minReplicas.`,
-    );
   }
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { ReplyError } from 'ioredis';
 import { LockLostError } from '../errors/lock-lost.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { LockRedisKeys } from '../keys/lock-keys';
@@ -159,6 +160,27 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
       ['a:1', 'deadline'],
       ['a:2', 'deadline'],
     ]);
+  });
+
+  it('gives the lock up at a renewal the primary refuses for lack of replicas (no-replicas), and frees the key', async () => {
+    const lock = hold(6_000);
+    await jest.advanceTimersByTimeAsync(2_000);
+    expect(names()).toEqual(['renew 1']);
+    const refused = new ReplyError('NOREPLICAS Not enough good replicas to write.');
+    // As the engine hands it on: wrapped, the reply as its cause.
+    sent[0].fail(new Error('Redis renewal failed', { cause: refused }));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(lost.map((error) => error.reason)).toEqual(['no-replicas']);
+    expect(lock.signal.aborted).toBe(true);
+    expect(names()).toEqual(['renew 1', 'release']);
+  });
+
+  it('retries a renewal that failed otherwise, until the deadline', async () => {
+    hold(6_000);
+    await jest.advanceTimersByTimeAsync(2_000);
+    sent[0].fail(new ReplyError("READONLY You can't write against a read only replica."));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(lost).toEqual([]);
   });
 
   it('takes a wall-clock jump off the deadline, and is lost (clock-jump) when it used up the lease', () => {

@@ -179,11 +179,15 @@ export class HeldLock implements LockHandle {
     this.controller?.abort(error);
     this.operations.reportLost(this, error);
     const mayBeOurs =
-      reason === 'max-hold' || reason === 'clock-jump' || (reason === 'deadline' && this.renews);
+      reason === 'max-hold' ||
+      reason === 'clock-jump' ||
+      reason === 'no-replicas' ||
+      (reason === 'deadline' && this.renews);
     if (mayBeOurs && !this.released) {
       // A renewal may still be queued (Redis out of reach): this compare-and-delete goes out on
       // the same connection after it, so a healed link cannot leave our key alive for a lease.
-      // At `maxHold`, or after a clock jump, the key may well be ours still: free it for others.
+      // At `maxHold`, after a clock jump, or refused for lack of replicas, the key may well be
+      // ours still: free it for others.
       this.released = this.operations.releaseLease(this).then(
         () => false,
         () => false,

@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { messages } from '../errors/messages';
+import { refusedForLackOfReplicas } from '../redis/reply-error';
 import { monotonicNow } from './clock';
 import { neutralScope } from './neutral-scope';
 import type { HeldLock } from './lock-handle';
@@ -104,6 +105,12 @@ export class Watchdog {
     const settled = this.renew(batch).then(
       (answers) => batch.forEach((lock, i) => this.settle(lock, answers[i], sentAt, leases[i])),
       (error: unknown) => {
+        if (refusedForLackOfReplicas(error)) {
+          // The primary is cut off from its replicas, maybe while one is promoted elsewhere and
+          // grants these keys again: give the locks up now rather than at their deadline.
+          batch.forEach((lock, i) => this.settle(lock, 'no-replicas', sentAt, leases[i]));
+          return;
+        }
         this.logger.warn(
           `Renewing ${messages.lockNames(batch)} failed: ${String(error)}; retrying.`,
         );
@@ -116,14 +123,14 @@ export class Watchdog {
   /** Applies one lock's renewal answer: renewed, lost, or (undefined) retry soon. */
   private settle(
     lock: HeldLock,
-    stillOurs: boolean | undefined,
+    stillOurs: boolean | undefined | 'no-replicas',
     sentAt: number,
     lease: number,
   ): void {
     lock.leaseChange = undefined;
     if (!this.locks.has(lock)) return; // released or lost meanwhile: ignore the late answer
-    if (stillOurs === false) {
-      lock.lose('not-owner');
+    if (stillOurs === false || stillOurs === 'no-replicas') {
+      lock.lose(stillOurs === false ? 'not-owner' : stillOurs);
       return;
     }
     if (stillOurs === undefined || lock.lease !== lease) {

@@ -18,7 +18,13 @@ export type LockLostReason =
    * The wall clock jumped ahead of the monotonic clock by more than the lease had left: the host
    * was probably suspended (or restored from a snapshot) while Redis kept counting.
    */
-  | 'clock-jump';
+  | 'clock-jump'
+  /**
+   * The primary refused the renewal because too few replicas are in reach
+   * (`min-replicas-to-write`): it may be cut off while a replica is promoted and grants the key
+   * to someone else, so the lease is not counted on until its deadline.
+   */
+  | 'no-replicas';
 
 const why: Record<LockLostReason, string> = {
   'not-owner': 'the key expired or another holder owns it',
@@ -28,6 +34,8 @@ const why: Record<LockLostReason, string> = {
     'it was held for its whole `maxHold` and released; raise `maxHold` if the work needs longer',
   'clock-jump':
     'the wall clock jumped ahead of the monotonic clock, as after a suspended host, so the lease may have run out on Redis',
+  'no-replicas':
+    'the Redis primary refused to renew it for lack of replicas in reach (min-replicas-to-write), so it may be cut off while a replica takes over',
 };
 
 /** A held lock was lost before its holder released it: the work it protected may have overlapped. */

@@ -128,6 +128,13 @@ export const messages = {
   releaseUnknown: (key: string) =>
     `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
     'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',
+  replicasTooFew: (key: string, acknowledged: number, wanted: number, timeout: number) =>
+    `Only ${acknowledged} of ${wanted} replicas acknowledged the lock "${key}" within ` +
+    `${timeout} ms, so it was released. Check replication, or lower replicaAck.minReplicas.`,
+  replicasUnconfirmed: (key: string) =>
+    `The connection to Redis dropped while waiting for replicas to acknowledge the lock "${key}" ` +
+    '(a failover?), so the answer may come from a primary that never had it; the grant was ' +
+    'withdrawn. Retry the acquire.',
   redlockNoQuorum: (key: string, nodes: number, quorum: number, tally: RedlockTally) =>
     `Redlock could not tell whether "${key}" is free: ${tally.votes} of ${nodes} nodes granted it ` +
     `in time, ${quorum} needed` +

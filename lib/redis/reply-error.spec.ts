@@ -22,6 +22,8 @@ describe('finalReplyErrorCode', () => {
     'CLUSTERDOWN The cluster is down',
     'TRYAGAIN Multiple keys request during rehashing of slot',
     'BUSY Redis is busy running a script.',
+    // A primary whose replicas lag past min-replicas-max-lag (cut off from them, say).
+    'NOREPLICAS Not enough good replicas to write. script: 038ac45f41847003d5fc6bba4c7575ca8a971496, on @user_script:2.',
   ])('leaves the transient "%s" to the retry loop', (message) => {
     expect(finalReplyErrorCode(new ReplyError(message))).toBeUndefined();
   });
@@ -39,11 +41,15 @@ describe('finalReplyErrorCode', () => {
     expect(finalReplyErrorCode(new ReplyError(message))).toBe(code);
   });
 
-  it('leaves a transient error raised inside a script (Redis < 7) to the retry loop', () => {
-    const wrapped =
-      "ERR Error running script (call to f_8ea4a1b2): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica.";
-    expect(finalReplyErrorCode(new ReplyError(wrapped))).toBeUndefined();
-  });
+  it.each([
+    "ERR Error running script (call to f_8ea4a1b2): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica.",
+    'ERR Error running script (call to f_8ea4a1b2): @user_script:2: @user_script: 2: -NOREPLICAS Not enough good replicas to write.',
+  ])(
+    'leaves a transient error raised inside a script (Redis < 7) to the retry loop: "%s"',
+    (wrapped) => {
+      expect(finalReplyErrorCode(new ReplyError(wrapped))).toBeUndefined();
+    },
+  );
 
   it('leaves errors that are not replies (timeouts, dropped connections) alone', () => {
     expect(finalReplyErrorCode(new Error('Connection is closed.'))).toBeUndefined();

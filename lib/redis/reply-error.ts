@@ -24,6 +24,18 @@ export function finalReplyErrorCode(error: unknown): string | undefined {
 }
 
 /**
+ * Whether `error` (or an error it wraps, as `cause`) is a primary's `NOREPLICAS`: fewer replicas
+ * in reach than its `min-replicas-to-write`, as when it is cut off from them.
+ */
+export function refusedForLackOfReplicas(error: unknown): boolean {
+  for (let at = error, depth = 0; at instanceof Error && depth < 5; depth++) {
+    if (at.name === 'ReplyError' && replyCode(at.message) === 'NOREPLICAS') return true;
+    at = at.cause;
+  }
+  return false;
+}
+
+/**
  * `WRONGTYPE …` → `WRONGTYPE`. Before Redis 7 an error raised inside a script comes wrapped —
  * `ERR Error running script (call to f_…): @user_script:1: -READONLY You can't write …` — so
  * the code it carries is taken from the end.

@@ -47,6 +47,11 @@ export interface TcpProxy {
   readonly commands: readonly string[][];
   /** Ends every open connection at once (data in flight is lost). */
   resetConnections(): void;
+  /**
+   * Sends connections opened from now on to 127.0.0.1:`port` (open ones stay where they are):
+   * with `resetConnections()`, a client's reconnect lands on another server, as after a failover.
+   */
+  retarget(port: number): void;
   /** Stops listening and ends every connection. */
   close(): Promise<void>;
 }
@@ -88,7 +93,7 @@ class Proxy implements TcpProxy {
   latency = 0;
   readonly commands: string[][] = [];
 
-  constructor(private readonly targetPort: number) {
+  constructor(private targetPort: number) {
     this.server = createServer((client) => this.accept(client));
   }
 
@@ -184,6 +189,10 @@ class Proxy implements TcpProxy {
 
   resetConnections(): void {
     for (const connection of [...this.connections]) connection.destroy();
+  }
+
+  retarget(port: number): void {
+    this.targetPort = port;
   }
 
   async close(): Promise<void> {

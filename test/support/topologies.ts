@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import Redis, { type RedisOptions } from 'ioredis';
 import { freePort } from './free-port';
+import { startLinkProxy, type LinkProxy } from './link-proxy';
 import {
   defaultRedisServerBin,
   redisServerVersion,
@@ -434,6 +435,12 @@ export interface StartSentinelOptions {
   downAfter?: number;
   /** The binary of every process. @default `REDIS_SERVER_BIN`, else `redis-server` on PATH */
   bin?: string;
+  /**
+   * Route the replica's and the sentinels' links to the primary through one `LinkProxy`
+   * (`primaryLinks`), so a test can cut the primary off from them while clients, which
+   * `redisOptions()` map to the primary's own port, still reach it. @default false
+   */
+  proxyPrimaryLinks?: boolean;
 }
 
 export interface SentinelTopology {
@@ -445,6 +452,8 @@ export interface SentinelTopology {
   readonly sentinels: SentinelServer[];
   /** Sentinel addresses, as ioredis' `sentinels` option takes them. */
   readonly sentinelNodes: HostPort[];
+  /** With `proxyPrimaryLinks`: the relay the replica and the sentinels reach the primary by. */
+  readonly primaryLinks?: LinkProxy;
   /** ioredis options for a Sentinel-managed connection to the current primary. */
   redisOptions(extra?: RedisOptions): RedisOptions;
   /** The primary's port according to a live sentinel. */
@@ -478,11 +487,20 @@ export async function startSentinelTopology(
       args: ['--dir', dir, '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'],
     });
     started.push(primary);
+    const primaryLinks = options.proxyPrimaryLinks ? await startLinkProxy(primary.port) : undefined;
+    if (primaryLinks)
+      started.push({ stop: () => primaryLinks.close(), kill: () => primaryLinks.close() });
+    // Where the replica and the sentinels find the primary; clients get its own port (natMap).
+    const linkPort = primaryLinks?.port ?? primary.port;
+    const own = (port: number): number => (port === linkPort ? primary.port : port);
+    const natMap = primaryLinks
+      ? { [`${HOST}:${linkPort}`]: { host: HOST, port: primary.port } }
+      : undefined;
     const replica = await startRedis({
       bin: options.bin,
       port: await uniqueFreePort(),
       args: [
-        ...['--dir', dir, '--replicaof', HOST, String(primary.port)],
+        ...['--dir', dir, '--replicaof', HOST, String(linkPort)],
         ...['--repl-diskless-load', 'on-empty-db'],
       ],
     });
@@ -513,7 +531,7 @@ export async function startSentinelTopology(
           `bind ${HOST}`,
           `dir ${dir}`,
           `sentinel myid ${ids[index]}`,
-          `sentinel monitor ${name} ${HOST} ${primary.port} ${quorum}`,
+          `sentinel monitor ${name} ${HOST} ${linkPort} ${quorum}`,
           `sentinel down-after-milliseconds ${name} ${downAfter}`,
           `sentinel failover-timeout ${name} 5000`,
           `sentinel parallel-syncs ${name} 1`,
@@ -566,7 +584,7 @@ export async function startSentinelTopology(
         'GET-MASTER-ADDR-BY-NAME',
         name,
       );
-      return Array.isArray(reply) ? Number(reply[1]) : undefined;
+      return Array.isArray(reply) ? own(Number(reply[1])) : undefined;
     };
     return {
       name,
@@ -574,7 +592,8 @@ export async function startSentinelTopology(
       replica,
       sentinels,
       sentinelNodes,
-      redisOptions: (extra = {}) => ({ sentinels: sentinelNodes, name, ...extra }),
+      primaryLinks,
+      redisOptions: (extra = {}) => ({ sentinels: sentinelNodes, name, natMap, ...extra }),
       async primaryPort() {
         for (const sentinel of live()) {
           const port = await masterAddress(sentinel);
