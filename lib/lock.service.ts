@@ -144,7 +144,11 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
     return this.engine.forceRelease(key);
   }
 
-  /** Subscribes to lock losses (renewal found the lock gone or foreign, or Redis out of reach). */
+  /**
+   * Subscribes to lock losses (renewal found the lock gone or foreign, or Redis out of reach).
+   * A listener that throws, or an async one that rejects, is logged and never becomes an
+   * unhandled rejection; the other listeners still run.
+   */
   on(event: 'lost', listener: LockLostListener): this {
     this.engine.events.on(event, listener);
     return this;

@@ -13,8 +13,8 @@ import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow, newToken } from './clock';
+import { emitLost } from './emit-lost';
 import { FairCall } from './fair-call';
-import { neutralScope } from './neutral-scope';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
 import { retryRefused } from './retry-refused';
@@ -259,12 +259,7 @@ export class LockEngine implements LockOperations {
 
   reportLost(lock: HeldLock, error: LockLostError): void {
     this.logger.warn(error.message);
-    try {
-      neutralScope.runInAsyncScope(() => this.events.emit('lost', error, lock));
-    } catch (listenerError) {
-      // A throwing listener must not stop the watchdog's tick (nor become an uncaught exception).
-      this.logger.error(`A 'lost' listener threw: ${String(listenerError)}`);
-    }
+    emitLost(this.events, this.logger, error, lock);
   }
 
   rescheduled(lock: HeldLock): void {
