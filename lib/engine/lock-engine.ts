@@ -452,7 +452,7 @@ export class LockEngine implements LockOperations {
   /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
   private track(lock: HeldLock, request: AcquireRequest): HeldLock {
     lock.renews = request.renew;
-    lock.holdUntil = monotonicNow() + request.maxHold;
+    lock.holdFor(request.maxHold);
     this.held.add(lock);
     this.watchdog.add(lock);
     return lock;
