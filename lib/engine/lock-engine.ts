@@ -14,6 +14,7 @@ import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow, newToken } from './clock';
 import { emitLost } from './emit-lost';
+import { extendUnseen } from './extend-unseen';
 import { FairCall } from './fair-call';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
@@ -412,7 +413,7 @@ export class LockEngine implements LockOperations {
     keys: LockRedisKeys,
     fair: FairCall,
     fence: number,
-  ): Promise<HeldLock> {
+  ): Promise<HeldLock | number> {
     // The call leaves the queue on its way out, which hands the lock on to the next in line.
     if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
     const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
@@ -434,11 +435,12 @@ export class LockEngine implements LockOperations {
    * Fair mode: takes on a lock handed over with what is left of a short lease, and brings it to
    * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension. That
    * extension runs before the lock is tracked: if it fails, no handle is left behind to report a
-   * loss of a lock nobody was given (the call retries, or leaves the queue and frees it).
+   * loss of a lock nobody was given (the call retries, or leaves the queue and frees it). Lost
+   * meanwhile: 0, the call tries again at once.
    */
-  private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock> {
+  private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock | number> {
     if (!request.renew) {
-      await lock.extend(request.ttl);
+      if (!(await extendUnseen(lock, request.ttl))) return 0;
       // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.
       if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
       return this.track(lock, request);

@@ -87,6 +87,8 @@ export class HeldLock implements LockHandle {
   leaseChange?: Promise<unknown>;
   /** False for `renew: false`: the watchdog only watches the deadline. */
   renews = true;
+  /** Not handed to anyone yet (`extendUnseen`): a loss is not reported. */
+  unseen = false;
 
   constructor(
     private readonly operations: LockOperations,
@@ -196,7 +198,7 @@ export class HeldLock implements LockHandle {
     this.lostError = error;
     this.operations.untrack(this);
     this.controller?.abort(error);
-    this.operations.reportLost(this, error);
+    if (!this.unseen) this.operations.reportLost(this, error);
     const mayBeOurs =
       reason === 'max-hold' || reason === 'clock-jump' || (reason === 'deadline' && this.renews);
     if (mayBeOurs && !this.released) {
