@@ -71,8 +71,10 @@ export class RedisBackend implements LockBackend {
     else this.mode = 'classic';
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
-    connection.client.on('close', () => this.resets++);
+    connection.client.on('close', this.onClose);
   }
+
+  private readonly onClose = (): void => void this.resets++;
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
     const sent = acquireScript.run(
@@ -191,6 +193,8 @@ export class RedisBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    // The client may be the app's own, outliving this backend: take back what we added to it.
+    this.connection.client.off('close', this.onClose);
     if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
   }
 

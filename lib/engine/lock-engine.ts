@@ -283,6 +283,7 @@ export class LockEngine implements LockOperations {
     return (this.closed ??= this.drain().then(async () => {
       await this.notifier.close();
       await this.backend.close();
+      this.connections.detach();
     }));
   }
 
