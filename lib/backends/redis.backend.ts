@@ -190,10 +190,10 @@ export class RedisBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
     // The client may be the app's own, outliving this backend: take back what we added to it.
     this.connection.client.off('close', this.onClose);
     this.pubSubCheck?.close();
-    if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
   }
 
   /** The command releases publish with now. */

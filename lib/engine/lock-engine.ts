@@ -259,6 +259,7 @@ export class LockEngine implements LockOperations {
   }
 
   reportLost(lock: HeldLock, error: LockLostError): void {
+    if (lock.unseen) return; // nobody was given it: the acquire call deals with the loss
     this.logger.warn(error.message);
     emitLost(this.events, this.logger, error, lock);
   }

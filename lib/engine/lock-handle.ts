@@ -198,7 +198,7 @@ export class HeldLock implements LockHandle {
     this.lostError = error;
     this.operations.untrack(this);
     this.controller?.abort(error);
-    if (!this.unseen) this.operations.reportLost(this, error);
+    this.operations.reportLost(this, error);
     const mayBeOurs =
       reason === 'max-hold' || reason === 'clock-jump' || (reason === 'deadline' && this.renews);
     if (mayBeOurs && !this.released) {
