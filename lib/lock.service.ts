@@ -28,7 +28,8 @@ export interface AcquireOptions {
   /** Wait budget in ms when the lock is busy, on a monotonic clock; 0 = fail at once. */
   wait?: number;
   /**
-   * Longest time in ms this lock may be held (from when it is granted); then it is released and
+   * Longest time in ms this lock may be held (counted from when the command that granted it was
+   * sent, a suspension of the host included); then it is released and
    * its signal aborts with `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
    * @default the module's `maxHold` (Infinity)
    */

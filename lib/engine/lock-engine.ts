@@ -27,7 +27,7 @@ export interface AcquireRequest {
   key: string;
   ttl: number;
   wait: number;
-  /** Longest hold in ms from the grant (`Infinity`: no bound). */
+  /** Longest hold in ms from when the granting command was sent (`Infinity`: no bound). */
   maxHold: number;
   renew: boolean;
   signal?: AbortSignal;
