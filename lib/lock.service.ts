@@ -29,8 +29,8 @@ export interface AcquireOptions {
   wait?: number;
   /**
    * Longest time in ms this lock may be held (counted from when the command that granted it was
-   * sent, a suspension of the host included); then it is released and
-   * its signal aborts with `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
+   * sent, a suspension of the host included); then it is released and its signal aborts with
+   * `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
    * @default the module's `maxHold` (Infinity)
    */
   maxHold?: number;
