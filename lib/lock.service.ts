@@ -28,8 +28,9 @@ export interface AcquireOptions {
   /** Wait budget in ms when the lock is busy, on a monotonic clock; 0 = fail at once. */
   wait?: number;
   /**
-   * Longest time in ms this lock may be held (from when it is granted); then it is released and
-   * its signal aborts with `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
+   * Longest time in ms this lock may be held (counted from when the command that granted it was
+   * sent, a suspension of the host included); then it is released and its signal aborts with
+   * `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
    * @default the module's `maxHold` (Infinity)
    */
   maxHold?: number;
@@ -144,7 +145,11 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
     return this.engine.forceRelease(key);
   }
 
-  /** Subscribes to lock losses (renewal found the lock gone or foreign, or Redis out of reach). */
+  /**
+   * Subscribes to lock losses (renewal found the lock gone or foreign, or Redis out of reach).
+   * A listener that throws, or an async one that rejects, is logged and never becomes an
+   * unhandled rejection; the other listeners still run.
+   */
   on(event: 'lost', listener: LockLostListener): this {
     this.engine.events.on(event, listener);
     return this;

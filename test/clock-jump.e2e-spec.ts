@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError } from 'nestjs-redis-lock';
 import { useClockSource } from '../lib/engine/clock';
 import { onSharedRedis } from './support/lock-services';
-import { waitFor } from './support/time';
+import { sleep, waitFor } from './support/time';
 
 const { redis, services, keyOf } = onSharedRedis('clock-jump');
 /** How far the injected wall clock is ahead of the real one. */
@@ -63,5 +63,35 @@ it('never lengthens a lease when the wall clock steps back', async () => {
 
   expect(lock.validUntil).toBe(before);
   expect(lock.isHeld).toBe(true);
+  expect(await lock.release()).toBe(true);
+});
+
+it('counts a suspension toward maxHold: after one longer than maxHold the lock is lost and released', async () => {
+  const locks = services.create({ ttl: 10_000 });
+  const lost: LockLostError[] = [];
+  locks.on('lost', (error) => void lost.push(error));
+  const lock = await locks.acquire('held-through-suspension', { maxHold: 2_000 });
+
+  skew += 5_000; // the host slept 5 s: 5 s of the 10 s lease are left, maxHold has passed
+
+  expect(lock.isHeld).toBe(false);
+  expect((lock.signal.reason as LockLostError).reason).toBe('max-hold');
+  expect(lost.map((error) => error.reason)).toEqual(['max-hold']);
+  await waitFor(async () => (await redis.exists(keyOf('held-through-suspension'))) === 0, 1_000);
+});
+
+it('renews at once after a jump seen outside the watchdog (a read of isHeld) that left little lease', async () => {
+  const locks = services.create({ ttl: 6_000 });
+  const lost: LockLostError[] = [];
+  locks.on('lost', (error) => void lost.push(error));
+  const lock = await locks.acquire('seen-by-a-read');
+
+  skew += 4_800; // suspended 4.8 s: about 1.1 s of the lease left; the renewal is overdue
+  expect(lock.isHeld).toBe(true); // the jump is seen here, not in the watchdog's tick
+
+  await sleep(1_500); // past that deadline: held only if a renewal went out right after the jump
+  expect(lost).toEqual([]);
+  expect(lock.isHeld).toBe(true);
+  expect(await redis.get(keyOf('seen-by-a-read'))).toBe(lock.token);
   expect(await lock.release()).toBe(true);
 });

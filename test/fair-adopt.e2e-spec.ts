@@ -6,7 +6,9 @@
  * instead of stranding it for the whole ttl.
  */
 import Redis from 'ioredis';
+import { performance } from 'node:perf_hooks';
 import { LockService, RedisUnavailableError, type LockLostError } from 'nestjs-redis-lock';
+import { useClockSource } from '../lib/engine/clock';
 import { lockCommand } from './fault/fault-support';
 import { redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
@@ -77,4 +79,35 @@ describe("fair mode, renew: false, Redis silent on the hand-off's extension", ()
       expect(await next.release()).toBe(true);
     });
   }
+});
+
+describe('fair mode, renew: false, the hand-off lost while its extension is in flight', () => {
+  it('reports no loss of a lock nobody was given, and the call goes on to take the lock', async () => {
+    let skew = 0;
+    useClockSource({ monotonic: () => performance.now(), wall: () => Date.now() + skew });
+    try {
+      const key = 'adopt-lost';
+      const holder = await service(server.url).acquire(key);
+      const proxy = await startTcpProxy(server.port);
+      const waiters = service(proxy.url);
+      const lost: LockLostError[] = [];
+      waiters.on('lost', (error) => lost.push(error));
+      // The host is suspended while the extension is on its way: the 1 s lease handed over is
+      // used up by the time its answer is read, so the extension fails with LockLostError.
+      const extension = proxy.onCommand(lockCommand.extend(prefix, key), 'request', () => {
+        skew += 5_000;
+      });
+      const call = waiters.acquire(key, { wait: 3_000, ttl: 20_000, renew: false });
+      await queued(key, 1);
+      await holder.release(); // hands the lock to the waiter, with a 1 s lease
+      await extension;
+      const lock = await call;
+      expect(lost).toEqual([]);
+      expect(lock.isHeld).toBe(true);
+      expect(lock.fence).toBeGreaterThan(holder.fence + 1); // taken again, after the lost hand-off
+      expect(await lock.release()).toBe(true);
+    } finally {
+      useClockSource();
+    }
+  });
 });

@@ -3,10 +3,12 @@
  * to arm the watchdog's timer, so `currentLock()` and request-scoped stores (a request logger)
  * in a listener never name an unrelated request.
  */
+import { Logger } from '@nestjs/common';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { currentLock, type LockHandle } from 'nestjs-redis-lock';
+import { hostProcess } from './support/host-process';
 import { onSharedRedis } from './support/lock-services';
-import { Gate, waitFor } from './support/time';
+import { Gate, sleep, waitFor } from './support/time';
 
 const { services, redis, keyOf } = onSharedRedis('lost-event-context');
 
@@ -80,4 +82,41 @@ it("aborts a lost lock's signal outside the context of the request that armed th
   await requestA;
 
   expect(seen).toEqual([{ currentLock: undefined, requestId: undefined }]);
+});
+
+it("logs an async 'lost' listener's rejection like a throwing listener's error, never leaving it unhandled", async () => {
+  const unhandled: unknown[] = [];
+  const record = (reason: unknown): void => void unhandled.push(reason);
+  hostProcess.on('unhandledRejection', record);
+  const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+  try {
+    const locks = services.create({ ttl: 300 });
+    const calls: string[] = [];
+    locks.on('lost', async () => {
+      await Promise.resolve();
+      throw new Error('metrics backend down');
+    });
+    locks.on('lost', () => {
+      calls.push('sync throw');
+      throw new Error('sync listener failed');
+    });
+    locks.on('lost', (error) => void calls.push(`after: ${error.reason}`)); // still called
+    const lock = await locks.acquire('async-listener');
+    await redis.del(keyOf('async-listener')); // the next renewal finds it gone
+    await waitFor(() => lock.signal.aborted, 2_000);
+    await waitFor(() => logged.mock.calls.length >= 2, 1_000);
+    await sleep(20); // a rejection nobody handled is reported after a turn of the event loop
+    expect(unhandled.map(String)).toEqual([]);
+    expect(calls).toEqual(['sync throw', 'after: not-owner']);
+    const messages = logged.mock.calls.map(([message]) => String(message));
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('metrics backend down'),
+        expect.stringContaining('sync listener failed'),
+      ]),
+    );
+  } finally {
+    logged.mockRestore();
+    hostProcess.off('unhandledRejection', record);
+  }
 });

@@ -13,8 +13,11 @@ import {
   RedisLockConfigError,
   type LockHandle,
 } from 'nestjs-redis-lock';
+import type { HeldLock } from '../lib/engine/lock-handle';
 import { createDecoratorApp } from './decorator/decorator-app';
 import { onSharedRedis } from './support/lock-services';
+import { SHARED_REDIS_URL } from './support/shared-redis';
+import { closeAllProxies, startTcpProxy } from './support/tcp-proxy';
 import { now, sleep, waitFor } from './support/time';
 
 const { prefix, redis, services, keyOf } = onSharedRedis('max-hold');
@@ -123,4 +126,23 @@ it('rejects a maxHold that is not a duration a timer can wait, wherever it is gi
   }
   expect(() => new LockService({ maxHold: 0 })).toThrow(/`maxHold`/);
   expect(await redis.exists(keyOf('bad'))).toBe(0);
+});
+
+it('counts maxHold from when the granting command was sent: a slow reply does not stretch it', async () => {
+  const proxy = await startTcpProxy(Number(new URL(SHARED_REDIS_URL).port || 6379));
+  try {
+    const locks = services.create({ redis: proxy.url, ttl: 5_000 });
+    await locks.isLocked('slow-grant'); // connected before the delay starts
+    proxy.setLatency(150); // each way: the grant's reply comes 300 ms after it was sent, or later
+    const called = now();
+    const lock = await locks.acquire('slow-grant', { maxHold: 1_000 });
+    const replied = now(); // the grant left 300 ms before this at the latest
+    // The lock may have been held from the moment the command left: the bound starts there.
+    expect((lock as HeldLock).holdUntil).toBeGreaterThanOrEqual(called + 1_000);
+    expect((lock as HeldLock).holdUntil).toBeLessThanOrEqual(replied - 300 + 1_000);
+    const reason = await aborted(lock, 3_000);
+    expect((reason as LockLostError)?.reason).toBe('max-hold');
+  } finally {
+    await closeAllProxies();
+  }
 });

@@ -9,7 +9,8 @@ import {
   type RedisCommander,
   type RedisConnection,
 } from '../redis/redis-client';
-import { detectClusterPubSubMode, publishCommand, type PubSubMode } from '../redis/pubsub-mode';
+import type { PubSubMode } from '../redis/pubsub-mode';
+import { ClusterPubSubCheck } from '../redis/cluster-pubsub-check';
 import { clusterNodeOf } from '../redis/cluster-slot';
 import { createReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
@@ -36,15 +37,11 @@ const RENEW_BATCH = 500;
 export class RedisBackend implements LockBackend {
   private readonly client: RedisClient & RedisCommander;
   /**
-   * The command releases publish with: `PUBLISH` on one Redis; on a Cluster `SPUBLISH` (sharded
-   * pub/sub keeps a release message on the lock's own shard) when every node has it, else
-   * `PUBLISH` — found by asking the nodes at startup, see `pubSubMode()`. Until they answered,
-   * `PUBLISH`, which every server has: a release never waits for (or fails on) that check; a
-   * waiter it does not reach wakes at its fallback timer.
+   * On a Cluster, which pub/sub mode its nodes have: releases publish with `SPUBLISH` (sharded
+   * pub/sub keeps a release message on the lock's own shard) when every node has it, else with
+   * `PUBLISH` (see `ClusterPubSubCheck`). One Redis: always `PUBLISH`.
    */
-  private publish: 'PUBLISH' | 'SPUBLISH' = 'PUBLISH';
-  private mode?: PubSubMode;
-  private detecting?: Promise<PubSubMode>;
+  private readonly pubSubCheck?: ClusterPubSubCheck;
   private readonly cluster: boolean;
   /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
   private resets = 0;
@@ -64,15 +61,17 @@ export class RedisBackend implements LockBackend {
     this.client = connection.client as RedisClient & RedisCommander;
     this.cluster = isClusterClient(connection.client);
     this.keyPrefix = String(connection.client.options.keyPrefix ?? '');
-    if (this.cluster) this.pubSubMode().catch(() => undefined);
-    else this.mode = 'classic';
+    if (this.cluster)
+      this.pubSubCheck = new ClusterPubSubCheck(this.client as Cluster, closeTimeout);
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
     if (connection.owned) connection.client.on('error', () => undefined);
-    connection.client.on('close', () => this.resets++);
+    connection.client.on('close', this.onClose);
     if (replicaAck && !this.cluster) {
       this.acknowledged = new AcknowledgedGrants(connection.client as Redis, replicaAck);
     }
   }
+
+  private readonly onClose = (): void => void this.resets++;
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
     const grant = (client: RedisCommander): Promise<number> =>
@@ -188,27 +187,19 @@ export class RedisBackend implements LockBackend {
   async close(): Promise<void> {
     await this.acknowledged?.close(this.closeTimeout);
     if (this.connection.owned) await closeRedisClient(this.connection.client, this.closeTimeout);
+    // The client may be the app's own, outliving this backend: take back what we added to it.
+    this.connection.client.off('close', this.onClose);
+    this.pubSubCheck?.close();
   }
 
-  /**
-   * The pub/sub mode, asked of the Cluster's nodes once (started by the constructor); one Redis is
-   * always 'classic'. A failed attempt (nodes unreachable) is forgotten, so the next call asks again.
-   */
+  /** The command releases publish with now. */
+  private get publish(): 'PUBLISH' | 'SPUBLISH' {
+    return this.pubSubCheck?.publish ?? 'PUBLISH';
+  }
+
+  /** The pub/sub mode: asked of a Cluster's nodes (again, if none answered yet); else classic. */
   private pubSubMode(): Promise<PubSubMode> {
-    if (this.mode) return Promise.resolve(this.mode);
-    const cluster = this.connection.client as Cluster;
-    this.detecting ??= detectClusterPubSubMode(cluster, this.closeTimeout).then(
-      (mode) => {
-        this.mode = mode;
-        this.publish = publishCommand(mode);
-        return mode;
-      },
-      (error: unknown) => {
-        this.detecting = undefined;
-        throw error;
-      },
-    );
-    return this.detecting;
+    return this.pubSubCheck ? this.pubSubCheck.modeNow() : Promise.resolve('classic');
   }
 
   private async renewBatch(leases: readonly RenewableLease[]): Promise<boolean[]> {

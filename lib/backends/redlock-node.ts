@@ -48,9 +48,18 @@ export class RedlockNode {
   ) {
     if (restartGrace <= 0) return;
     this.unknown();
-    client.on('close', () => this.unknown());
-    client.on('ready', () => this.probe());
+    client.on('close', this.onClose);
+    client.on('ready', this.onReady);
     if (client.status === 'ready') this.probe();
+  }
+
+  private readonly onClose = (): void => this.unknown();
+  private readonly onReady = (): void => this.probe();
+
+  /** Stops watching restarts: takes back the listeners added to the client (it may be yours). */
+  detach(): void {
+    this.client.off('close', this.onClose);
+    this.client.off('ready', this.onReady);
   }
 
   async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<NodeGrant> {

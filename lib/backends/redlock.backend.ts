@@ -113,6 +113,7 @@ export class RedlockBackend implements LockBackend {
 
   async close(): Promise<void> {
     await Promise.all(this.nodes.map((node) => node.backend.close()));
+    this.nodes.forEach((node) => node.detach());
   }
 
   drift(ttl: number): number {

@@ -13,8 +13,9 @@ import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow, newToken } from './clock';
+import { emitLost } from './emit-lost';
+import { extendUnseen } from './extend-unseen';
 import { FairCall } from './fair-call';
-import { neutralScope } from './neutral-scope';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
 import { retryRefused } from './retry-refused';
@@ -26,7 +27,7 @@ export interface AcquireRequest {
   key: string;
   ttl: number;
   wait: number;
-  /** Longest hold in ms from the grant (`Infinity`: no bound). */
+  /** Longest hold in ms from when the granting command was sent (`Infinity`: no bound). */
   maxHold: number;
   renew: boolean;
   signal?: AbortSignal;
@@ -258,13 +259,9 @@ export class LockEngine implements LockOperations {
   }
 
   reportLost(lock: HeldLock, error: LockLostError): void {
+    if (lock.unseen) return; // nobody was given it: the acquire call deals with the loss
     this.logger.warn(error.message);
-    try {
-      neutralScope.runInAsyncScope(() => this.events.emit('lost', error, lock));
-    } catch (listenerError) {
-      // A throwing listener must not stop the watchdog's tick (nor become an uncaught exception).
-      this.logger.error(`A 'lost' listener threw: ${String(listenerError)}`);
-    }
+    emitLost(this.events, this.logger, error, lock);
   }
 
   rescheduled(lock: HeldLock): void {
@@ -287,6 +284,7 @@ export class LockEngine implements LockOperations {
     return (this.closed ??= this.drain().then(async () => {
       await this.notifier.close();
       await this.backend.close();
+      this.connections.detach();
     }));
   }
 
@@ -417,7 +415,7 @@ export class LockEngine implements LockOperations {
     keys: LockRedisKeys,
     fair: FairCall,
     fence: number,
-  ): Promise<HeldLock> {
+  ): Promise<HeldLock | number> {
     // The call leaves the queue on its way out, which hands the lock on to the next in line.
     if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
     const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
@@ -439,11 +437,12 @@ export class LockEngine implements LockOperations {
    * Fair mode: takes on a lock handed over with what is left of a short lease, and brings it to
    * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension. That
    * extension runs before the lock is tracked: if it fails, no handle is left behind to report a
-   * loss of a lock nobody was given (the call retries, or leaves the queue and frees it).
+   * loss of a lock nobody was given (the call retries, or leaves the queue and frees it). Lost
+   * meanwhile: 0, the call tries again at once.
    */
-  private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock> {
+  private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock | number> {
     if (!request.renew) {
-      await lock.extend(request.ttl);
+      if (!(await extendUnseen(lock, request.ttl))) return 0;
       // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.
       if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
       return this.track(lock, request);
@@ -457,7 +456,7 @@ export class LockEngine implements LockOperations {
   /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
   private track(lock: HeldLock, request: AcquireRequest): HeldLock {
     lock.renews = request.renew;
-    lock.holdUntil = monotonicNow() + request.maxHold;
+    lock.holdFor(request.maxHold);
     this.held.add(lock);
     this.watchdog.add(lock);
     return lock;

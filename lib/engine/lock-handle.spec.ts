@@ -123,8 +123,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
 
   it('stops renewing at maxHold: lost with reason max-hold, and released', async () => {
     const lock = hold(600);
-    lock.holdUntil = Date.now() + 1_000;
-    watchdog.reschedule(lock);
+    lock.holdFor(1_000);
     for (let t = 0; t < 1_000; t += 100) {
       await jest.advanceTimersByTimeAsync(100);
       const renewal = sent.find((pending) => pending.name.startsWith('renew'));
@@ -193,5 +192,39 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     skew += 5_000;
     expect(lock.isHeld).toBe(false);
     expect(lost.map((error) => error.reason)).toEqual(['clock-jump']);
+  });
+
+  it('renews at once when a wall-clock jump seen outside its tick (a read of isHeld) leaves little lease', async () => {
+    const lock = hold(3_000);
+    await jest.advanceTimersByTimeAsync(10);
+    skew += 2_400; // 590 ms of the lease left; the renewal was due 1.4 s ago
+    expect(lock.isHeld).toBe(true); // the jump is seen here, not by the watchdog
+    await jest.advanceTimersByTimeAsync(50);
+    expect(names()).toEqual(['renew 1']);
+    sent[0].answer([true]);
+    await jest.advanceTimersByTimeAsync(1_000); // past the deadline the jump left
+    expect(lock.isHeld).toBe(true);
+    expect(lost).toEqual([]);
+  });
+
+  it('takes a wall-clock jump off maxHold as well: a suspension past it ends the hold', () => {
+    const lock = hold(10_000);
+    lock.holdFor(2_000);
+    jest.advanceTimersByTime(10);
+    skew += 5_000; // the lease has 5 s left, maxHold ran out 3 s ago
+    expect(lock.isHeld).toBe(false);
+    expect(lost.map((error) => error.reason)).toEqual(['max-hold']);
+    expect(names()).toEqual(['release']);
+  });
+
+  it('ends the hold at maxHold brought forward by a jump seen outside the watchdog’s tick', async () => {
+    const lock = hold(10_000);
+    lock.holdFor(3_000);
+    await jest.advanceTimersByTimeAsync(10);
+    skew += 2_000; // 990 ms of maxHold left
+    expect(lock.isHeld).toBe(true);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(lost.map((error) => error.reason)).toEqual(['max-hold']);
+    expect(lock.isHeld).toBe(false);
   });
 });

@@ -77,8 +77,8 @@ export class HeldLock implements LockHandle {
   private jumpedOff = 0;
   /** Watchdog bookkeeping: when the next renewal is due. */
   nextRenewAt: number;
-  /** When `maxHold` is reached (monotonic); the engine sets it when it starts tracking the lock. */
-  holdUntil = Infinity;
+  /** `maxHold`: the longest hold, counted from `startedAt`; the engine sets it (`holdFor`). */
+  private maxHold = Infinity;
   /**
    * The renewal or extension in flight, if any. Lease changes go out one at a time, so Redis runs
    * them in the order they were sent and answered: a renewal of the old lease can never land
@@ -87,6 +87,8 @@ export class HeldLock implements LockHandle {
   leaseChange?: Promise<unknown>;
   /** False for `renew: false`: the watchdog only watches the deadline. */
   renews = true;
+  /** Not handed to anyone yet (`extendUnseen`): a loss is not reported. */
+  unseen = false;
 
   constructor(
     private readonly operations: LockOperations,
@@ -96,14 +98,30 @@ export class HeldLock implements LockHandle {
     readonly fence: number,
     lease: number,
     /** Monotonic time at which the granting command was sent: the lease started no earlier. */
-    sentAt: number,
+    private readonly startedAt: number,
     /** Used by re-entrancy to tell locks of different LockService instances apart. */
     readonly owner: object,
   ) {
     this.lease = lease;
-    this.confirmedAt = sentAt;
-    this.deadline = sentAt + lease - operations.drift(lease);
-    this.nextRenewAt = sentAt + lease / 3;
+    this.confirmedAt = startedAt;
+    this.deadline = startedAt + lease - operations.drift(lease);
+    this.nextRenewAt = startedAt + lease / 3;
+  }
+
+  /** Bounds the hold to `ms` from when the granting command was sent (`Infinity`: no bound). */
+  holdFor(ms: number): void {
+    this.maxHold = ms;
+    this.operations.rescheduled(this);
+  }
+
+  /**
+   * When `maxHold` is reached (monotonic): counted from when the granting command was sent, as
+   * the lease may have started then, less the time the host was suspended since — a suspended
+   * holder held the lock in Redis' eyes all that time.
+   */
+  get holdUntil(): number {
+    if (this.maxHold === Infinity) return Infinity;
+    return this.startedAt + this.maxHold - suspendedSince(this.startedAt);
   }
 
   get validUntil(): number {
@@ -113,6 +131,9 @@ export class HeldLock implements LockHandle {
       this.deadline -= jumped - this.jumpedOff;
       this.nextRenewAt -= jumped - this.jumpedOff;
       this.jumpedOff = jumped;
+      // Seen outside the watchdog's tick (a read of `isHeld`, say): its timer may be armed for
+      // the old renewal time, too late to save what is left of the lease.
+      this.operations.rescheduled(this);
     }
     return this.deadline;
   }

@@ -15,21 +15,29 @@ export class ClientWatch {
   /** An error no reconnect fixes (credentials); cleared only by a successful connection. */
   private finalError?: Error;
   private readonly listeners = new Set<() => void>();
+  private readonly onReady = (): void => {
+    this.everReady = true;
+    this.finalError = undefined;
+  };
+  private readonly onError = (error: Error): void => {
+    this.lastError = error;
+    if (isCredentialsError(error)) this.finalError = error;
+    if (this.blockedBy()) for (const listener of [...this.listeners]) listener();
+  };
 
   constructor(
     readonly client: RedisClient,
     readonly address: string = describeAddress(client),
   ) {
     this.everReady = client.status === 'ready';
-    client.on('ready', () => {
-      this.everReady = true;
-      this.finalError = undefined;
-    });
-    client.on('error', (error: Error) => {
-      this.lastError = error;
-      if (isCredentialsError(error)) this.finalError = error;
-      if (this.blockedBy()) for (const listener of [...this.listeners]) listener();
-    });
+    client.on('ready', this.onReady);
+    client.on('error', this.onError);
+  }
+
+  /** Stops watching: takes back the listeners added to the client (it may be the app's own). */
+  detach(): void {
+    this.client.off('ready', this.onReady);
+    this.client.off('error', this.onError);
   }
 
   /** Whether the client has been ready at least once since it was created. */
@@ -61,6 +69,11 @@ export class ConnectionWatch {
     /** Where the module connects, for the startup line: an address or a topology. */
     readonly target: string,
   ) {}
+
+  /** Stops watching every node's client (at close). */
+  detach(): void {
+    for (const node of this.nodes) node.detach();
+  }
 
   /** A fresh error naming each blocked address and its cause, when too few nodes are usable. */
   unavailable(): RedisUnavailableError | undefined {
