@@ -133,7 +133,12 @@ describe('@Locked on Observable-returning methods', () => {
   describe('routes', () => {
     it('holds the key until the Observable completes', async () => {
       const response = request(app.getHttpServer()).get('/streams/finite/1').then();
-      await waitFor(() => locks.isLocked('finite:1'), 2_000, 5);
+      // The handler builds its stream right after the lock is granted: wait for both.
+      await waitFor(
+        async () => streams.finiteStreams.has('1') && (await locks.isLocked('finite:1')),
+        2_000,
+        5,
+      );
       const stream = streams.finiteStreams.get('1')!;
       // A second request meanwhile is busy, and values alone do not end the hold.
       const busy = await request(app.getHttpServer()).get('/streams/finite/1');
