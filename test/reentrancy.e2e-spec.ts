@@ -119,6 +119,128 @@ describe('counted re-entrant holds', () => {
   });
 });
 
+describe('release() and per-call bounds on a re-entrant hold', () => {
+  it("an inner hold's release() ends only that hold: the key stays held, the outer's signal live", async () => {
+    const locks = services.create();
+    const other = services.create();
+    const innerReleased = new Gate();
+    const checked = new Gate();
+    let releasedAnswer: boolean | undefined;
+    let innerAfter: { aborted: boolean; isHeld: boolean } | undefined;
+    let outerView: { aborted: boolean; isHeld: boolean } | undefined;
+    let innerError: unknown;
+    const outer = locks.withLock('inner-release', async (outerLock) => {
+      await locks
+        .withLock('inner-release', async (inner) => {
+          releasedAnswer = await inner.release(); // "done with the lock" in a nested step
+          innerAfter = { aborted: inner.signal.aborted, isHeld: inner.isHeld };
+        })
+        .catch((error: unknown) => (innerError = error));
+      innerReleased.release();
+      await checked.opened;
+      outerView = { aborted: outerLock.signal.aborted, isHeld: outerLock.isHeld };
+      return 'outer done';
+    });
+    await innerReleased.opened;
+    // The outer hold still runs: nobody else gets the key.
+    expect(await acquiredBy(other, 'inner-release')).toBe(false);
+    checked.release();
+    expect(await outer).toBe('outer done');
+    expect(innerError).toBeUndefined();
+    expect(releasedAnswer).toBe(true);
+    // The released hold is over for its own handle; the outer one was never disturbed.
+    expect(innerAfter).toEqual({ aborted: true, isHeld: false });
+    expect(outerView).toEqual({ aborted: false, isHeld: true });
+    expect(await redis.exists(keyOf('inner-release'))).toBe(0);
+  });
+
+  it('a withLock whose fn released its lock on purpose resolves with its result, and reports no loss', async () => {
+    const locks = services.create();
+    const other = services.create();
+    const lost: string[] = [];
+    locks.on('lost', (error) => lost.push(error.reason));
+    const seen = await locks.withLock('released-early', async (lock) => {
+      const released = await lock.release();
+      // The only hold: the key is free for others right away.
+      const otherGot = await acquiredBy(other, 'released-early');
+      return { released, otherGot, aborted: lock.signal.aborted, isHeld: lock.isHeld };
+    });
+    expect(seen).toEqual({ released: true, otherGot: true, aborted: true, isHeld: false });
+    expect(lost).toEqual([]);
+  });
+
+  it("a re-entrant call's own maxHold ends its hold at that bound; the outer keeps the key", async () => {
+    const locks = services.create({ ttl: 300 });
+    const other = services.create();
+    const gate = new Gate();
+    let innerReason: unknown;
+    let keyHeldAfterInnerBound: boolean | undefined;
+    const outer = locks.withLock('inner-max-hold', async () => {
+      const inner = locks.withLock(
+        'inner-max-hold',
+        async (lock) => {
+          await Promise.race([
+            new Promise((resolve) => lock.signal.addEventListener('abort', resolve)),
+            sleep(3_000),
+          ]);
+          innerReason = lock.signal.reason;
+          keyHeldAfterInnerBound = !(await acquiredBy(other, 'inner-max-hold'));
+          await gate.opened;
+        },
+        { maxHold: 200 },
+      );
+      await expect(inner).rejects.toMatchObject({ name: 'LockLostError', reason: 'max-hold' });
+      return 'outer done';
+    });
+    await waitFor(() => keyHeldAfterInnerBound !== undefined, 5_000);
+    gate.release();
+    expect(await outer).toBe('outer done');
+    expect(innerReason).toBeInstanceOf(LockLostError);
+    expect((innerReason as LockLostError).reason).toBe('max-hold');
+    expect(keyHeldAfterInnerBound).toBe(true); // the outer hold, unbounded, still holds it
+    expect(await redis.exists(keyOf('inner-max-hold'))).toBe(0);
+  });
+
+  it("releases the key at a re-entrant call's maxHold when its hold is the last one", async () => {
+    const locks = services.create({ ttl: 300 });
+    const other = services.create();
+    const gate = new Gate();
+    let inner: Promise<void> | undefined;
+    let innerLock: LockHandle | undefined;
+    await locks.withLock('last-inner-max-hold', () => {
+      // Not awaited: it outlives the outer, and bounds itself.
+      inner = locks.withLock(
+        'last-inner-max-hold',
+        async (lock) => {
+          innerLock = lock;
+          await gate.opened;
+        },
+        { maxHold: 200 },
+      );
+    });
+    inner!.catch(() => undefined); // asserted below
+    await waitFor(async () => (await redis.exists(keyOf('last-inner-max-hold'))) === 0, 3_000);
+    // The key is free while the inner work still runs, and that work has been told.
+    expect(innerLock!.signal.aborted).toBe(true);
+    expect(innerLock!.isHeld).toBe(false);
+    expect(await acquiredBy(other, 'last-inner-max-hold')).toBe(true);
+    gate.release();
+    await expect(inner).rejects.toMatchObject({ name: 'LockLostError', reason: 'max-hold' });
+  });
+
+  it("aborts a hold's signal when its call settles, so work it did not await stops", async () => {
+    const locks = services.create();
+    let captured: LockHandle | undefined;
+    await locks.withLock('settled-signal', (lock) => {
+      captured = lock;
+      expect(lock.signal.aborted).toBe(false);
+    });
+    expect(captured!.signal.aborted).toBe(true);
+    expect(captured!.isHeld).toBe(false);
+    expect(await redis.exists(keyOf('settled-signal'))).toBe(0);
+  });
+});
+
 describe('frames captured by callbacks', () => {
   it('a frame whose own hold settled no longer counts as holding, while an outer hold still runs', async () => {
     const locks = services.create();

@@ -187,8 +187,8 @@ export const messages = {
     `${reason} The response had already started (a @Res() handler wrote to it), so no error ` +
     'status could be sent: it was ended as it was. Take locks before writing to the response.',
   holdEnded: (key: string) =>
-    `The hold on lock "${key}" ended (its Observable was torn down) and the lock is being ` +
-    'released: stop the work, it is no longer protected.',
+    `The hold on lock "${key}" ended (its call settled, its Observable was torn down, or ` +
+    'release() was called) and the lock may be released: stop the work, it is no longer protected.',
   callAfterRelease: (where: string) =>
     `${where} was reached after its lock was released (its caller had left while pipes ran), so ` +
     'it was not run: it would have run unprotected.',

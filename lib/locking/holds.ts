@@ -1,7 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { monotonicNow } from '../engine/clock';
-import type { HeldLock, LockHandle } from '../engine/lock-handle';
+import type { HeldLock } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
+import { messages } from '../errors/messages';
+import { ScopedLock } from './scoped-lock';
 
 const logger = new Logger('RedisLock');
 
@@ -11,59 +13,95 @@ const logger = new Logger('RedisLock');
  * lock is released when the last of them ends, so work a nested call started (and its caller did
  * not await) never runs on after the release. A hold that ended stops a frame that captured it
  * (a timer, a poller, a socket created inside) from re-using the lock.
+ *
+ * Each hold has its own handle (`handle`): its `release()` ends this hold only, and its signal
+ * aborts when this hold ends, before the lock can be released, or when the lock is lost.
  */
 export class Hold {
-  private ended = false;
+  /** The lock as this hold's work sees it (`currentLock()`, `withLock`'s argument). */
+  readonly handle: ScopedLock;
+  private ending?: Promise<LockLostError | undefined>;
+  private boundTimer?: ReturnType<typeof setTimeout>;
+  /** When this hold's own `maxHold` runs out (monotonic); a joined hold may set one. */
+  private readonly until: number;
 
   private constructor(
     readonly lock: HeldLock,
-    /** The lock as the hold's work sees it (`currentLock()`): the lock, or a view of it. */
-    readonly handle: LockHandle,
     /** How many holds of this lock have not ended yet; shared by all of them. */
     private readonly open: { count: number },
+    maxHold = Infinity,
   ) {
     open.count++;
+    this.handle = new ScopedLock(lock, this);
+    this.until = monotonicNow() + maxHold;
+    if (Number.isFinite(maxHold)) {
+      this.boundTimer = setTimeout(() => this.expire(), maxHold);
+      this.boundTimer.unref?.();
+    }
   }
 
-  /** The first hold of a lock just acquired. */
-  static of(lock: HeldLock, handle: LockHandle = lock): Hold {
-    return new Hold(lock, handle, { count: 0 });
+  /** The first hold of a lock just acquired (bounded by the lock's own `maxHold`). */
+  static of(lock: HeldLock): Hold {
+    return new Hold(lock, { count: 0 });
   }
 
-  /** Another hold on the same lock, for a re-entrant call. */
-  join(): Hold {
-    return new Hold(this.lock, this.handle, this.open);
+  /**
+   * Another hold on the same lock, for a re-entrant call. `maxHold` bounds this hold alone: at
+   * that point its signal aborts with `LockLostError('max-hold')` and it ends (the last hold
+   * releases the lock), whatever the other holds do.
+   */
+  join(maxHold?: number): Hold {
+    return new Hold(this.lock, this.open, maxHold);
   }
 
-  /** True once `end()` was called. */
+  /** True once `end()` was called (or the hold reached its own `maxHold`). */
   get settled(): boolean {
-    return this.ended;
+    this.expireIfDue();
+    return this.ending !== undefined;
   }
 
   /** Whether calls in this hold's frame may re-use its lock: the hold runs and the lock is ours. */
   get active(): boolean {
-    return !this.ended && this.lock.isHeld;
+    return !this.settled && this.lock.isHeld;
+  }
+
+  /** Ends the hold if its own `maxHold` has passed; true when it ended that way or otherwise. */
+  expireIfDue(): boolean {
+    if (this.ending === undefined && monotonicNow() >= this.until) this.expire();
+    return this.ending !== undefined;
+  }
+
+  /** This hold's own `maxHold` passed: it ends as a loss for its work, whatever the others do. */
+  private expire(): void {
+    void this.finish(new LockLostError(this.lock.key, 'max-hold'));
   }
 
   /**
-   * Ends this hold; the last one releases the lock. Resolves the `LockLostError` if the work was
-   * not protected to its end (lost before, or found lost by the release), else `undefined`.
-   * Never rejects. Ending twice does nothing the second time.
+   * Ends this hold: aborts its handle's signal, and the last hold releases the lock. Resolves the
+   * `LockLostError` if the work was not protected to its end (lost before, found lost by the
+   * release, or this hold's own `maxHold` passed), else `undefined` — a lock released on purpose
+   * is not a loss. Never rejects. Every call resolves what the first one did.
    */
-  async end(): Promise<LockLostError | undefined> {
-    if (this.ended) return undefined;
-    this.ended = true;
-    const lock = this.lock;
-    const protectedToTheEnd = lock.isHeld && monotonicNow() <= lock.validUntil;
-    if (--this.open.count > 0) return protectedToTheEnd ? undefined : lostError(lock);
-    const released = await releaseQuietly(lock);
-    if (protectedToTheEnd && released !== false) return undefined;
-    return lostError(lock);
+  end(): Promise<LockLostError | undefined> {
+    return this.finish();
   }
-}
 
-function lostError(lock: HeldLock): LockLostError {
-  return lock.lost ?? new LockLostError(lock.key, 'deadline');
+  private finish(bound?: LockLostError): Promise<LockLostError | undefined> {
+    this.ending ??= this.release(bound);
+    return this.ending;
+  }
+
+  private async release(bound?: LockLostError): Promise<LockLostError | undefined> {
+    clearTimeout(this.boundTimer);
+    const lock = this.lock;
+    // Work that checks this hold's signal stops before the key can go to someone else.
+    this.handle.end(bound ?? new DOMException(messages.holdEnded(lock.key), 'AbortError'));
+    lock.expireIfDue();
+    if (--this.open.count > 0) return bound ?? lock.lost;
+    const released = await releaseQuietly(lock);
+    if (released === false) return lock.lost ?? new LockLostError(lock.key, 'not-owner');
+    return bound ?? lock.lost;
+  }
 }
 
 /**

@@ -8,7 +8,6 @@ import { messages } from '../errors/messages';
 import { Hold, releaseQuietly } from './holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
-import { ScopedLock } from './scoped-lock';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
 export interface RunLockedOptions extends WithLockOptions {
@@ -31,7 +30,7 @@ export async function runLocked<T>(
   const parent = lockContext.getStore();
   // Joined synchronously, at call time: a caller that does not await this call cannot end the
   // last hold (and release) before this one counts.
-  let hold = heldByChain(locks, key, options, parent)?.join();
+  let hold = heldByChain(locks, key, options, parent)?.join(options.maxHold);
   if (!hold) {
     const lock = await acquireOrSkip(locks, key, options);
     if (!lock) return undefined as T;
@@ -68,12 +67,13 @@ export function observeLocked<T>(
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     const parent = lockContext.getStore();
-    const joined = heldByChain(locks, key, options, parent)?.join();
+    const joined = heldByChain(locks, key, options, parent)?.join(options.maxHold);
     if (joined) {
       // Counted until the subscription closes, however it closes (a throwing source included),
-      // and until the work the call holds has settled.
+      // and until the work the call holds has settled. The subscriber itself is passed on, so a
+      // consumer that leaves while the source is being subscribed still unsubscribes it.
       const call = new LockedCall();
-      subscriber.add(() => void call.drain().then(() => joined.end()));
+      subscriber.add(() => void endHold({ hold: joined, call }));
       return lockContext.run(frameWith(parent, joined), () => source(call).subscribe(subscriber));
     }
 
@@ -122,8 +122,7 @@ export function observeLocked<T>(
       (acquired) => {
         if (!acquired) return subscriber.complete();
         if (closed) return void releaseQuietly(acquired);
-        const view = new ScopedLock(acquired);
-        const started: Subscribed = { hold: Hold.of(acquired, view), view, call: new LockedCall() };
+        const started: Subscribed = { hold: Hold.of(acquired), call: new LockedCall() };
         held = started;
         lockContext.run(frameWith(parent, started.hold), () => {
           try {
@@ -136,6 +135,10 @@ export function observeLocked<T>(
             void finish(error, true);
           }
         });
+        // The consumer left on a value emitted while subscribing (`startWith`, a
+        // `BehaviorSubject`, then `take(1)`): teardown ran before `inner` existed. The hold's end
+        // waits a tick at least, so the source stops here, before the key can be released.
+        if (closed) inner?.unsubscribe();
       },
       (error: unknown) => {
         if (!closed) failWith(error);
@@ -154,10 +157,9 @@ export function observeLocked<T>(
   });
 }
 
-/** One subscription's hold: its counted hold, the view its work sees, and the work it holds. */
+/** One subscription's hold: its counted hold (and the handle its work sees), and the work it holds. */
 interface Subscribed {
   readonly hold: Hold;
-  readonly view: ScopedLock;
   readonly call: LockedCall;
 }
 
@@ -166,12 +168,11 @@ interface Subscribed {
  * renewed meanwhile), aborts the view's signal, then ends the hold (the last one releases).
  * Never rejects.
  */
-async function endHold({ hold, view, call }: Subscribed): Promise<LockLostError | undefined> {
-  const ended = new DOMException(messages.holdEnded(hold.lock.key), 'AbortError');
+async function endHold({ hold, call }: Subscribed): Promise<LockLostError | undefined> {
   // Nothing outlives the stream: abort at once, within teardown, so work that checks it stops.
-  if (!call.busy) view.end(ended);
+  if (!call.busy)
+    hold.handle.end(new DOMException(messages.holdEnded(hold.lock.key), 'AbortError'));
   await call.drain();
-  view.end(ended);
   return hold.end();
 }
 

@@ -1,16 +1,25 @@
 import type { HeldLock, LockHandle } from '../engine/lock-handle';
+import { LockLostError } from '../errors/lock-lost.error';
+import { messages } from '../errors/messages';
+import { RedisLockError } from '../errors/redis-lock.error';
+import type { Hold } from './holds';
 
 /**
- * The lock as one subscription's work sees it (`currentLock()` inside an Observable): the same
- * lock, with a signal that also aborts when the subscription's hold ends (teardown), so work that
- * checks it stops before the key is released. The signal is only built when someone reads it.
+ * The lock as one hold's work sees it (`currentLock()`, `withLock`'s argument): the same lock,
+ * with a signal that also aborts when this hold ends (its call settled, its Observable was torn
+ * down, its own `maxHold` passed, or `release()` was called on it), so work that checks it stops
+ * before the key can be released. `release()` ends this hold only: the lock is released when the
+ * last hold on it ends. The signal is only built when someone reads it.
  */
 export class ScopedLock implements LockHandle {
   private scope?: AbortController;
   private combined?: AbortSignal;
   private endedWith?: unknown;
 
-  constructor(private readonly lock: HeldLock) {}
+  constructor(
+    private readonly lock: HeldLock,
+    private readonly hold: Hold,
+  ) {}
 
   get key(): string {
     return this.lock.key;
@@ -25,6 +34,7 @@ export class ScopedLock implements LockHandle {
     return this.lock.validUntil;
   }
   get isHeld(): boolean {
+    this.hold.expireIfDue();
     return this.endedWith === undefined && this.lock.isHeld;
   }
   /** The engine that owns the lock, for re-entrancy checks. */
@@ -32,8 +42,9 @@ export class ScopedLock implements LockHandle {
     return this.lock.owner;
   }
 
-  /** Aborts with the lock's `LockLostError` on loss, or with the end reason at teardown. */
+  /** Aborts with the lock's `LockLostError` on loss, or with the reason this hold ended. */
   get signal(): AbortSignal {
+    this.hold.expireIfDue();
     if (!this.combined) {
       this.scope = new AbortController();
       if (this.endedWith !== undefined) this.scope.abort(this.endedWith);
@@ -42,12 +53,21 @@ export class ScopedLock implements LockHandle {
     return this.combined;
   }
 
-  extend(ms?: number): Promise<void> {
+  async extend(ms?: number): Promise<void> {
+    if (this.hold.expireIfDue()) {
+      // This hold is over: extending would stretch a lease it no longer protects.
+      if (this.endedWith instanceof LockLostError) throw this.endedWith;
+      throw this.lock.lost ?? new RedisLockError(messages.released(this.key));
+    }
     return this.lock.extend(ms);
   }
 
-  release(): Promise<boolean> {
-    return this.lock.release();
+  /**
+   * Ends this hold (idempotent). The lock is released if no other hold of it is left; otherwise
+   * the key stays held for them. Resolves `true` when the lock was ours until this hold ended.
+   */
+  async release(): Promise<boolean> {
+    return (await this.hold.end()) === undefined;
   }
 
   /** The hold ended (before the release): aborts the signal with `reason`. */
