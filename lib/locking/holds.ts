@@ -2,7 +2,6 @@ import { Logger } from '@nestjs/common';
 import { monotonicNow } from '../engine/clock';
 import type { HeldLock } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
-import { messages } from '../errors/messages';
 import { ScopedLock } from './scoped-lock';
 
 const logger = new Logger('RedisLock');
@@ -95,7 +94,7 @@ export class Hold {
     clearTimeout(this.boundTimer);
     const lock = this.lock;
     // Work that checks this hold's signal stops before the key can go to someone else.
-    this.handle.end(bound ?? new DOMException(messages.holdEnded(lock.key), 'AbortError'));
+    this.handle.end(bound);
     lock.expireIfDue();
     if (--this.open.count > 0) return bound ?? lock.lost;
     const released = await releaseQuietly(lock);

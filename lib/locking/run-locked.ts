@@ -4,7 +4,6 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { LockService, WithLockOptions } from '../lock.service';
 import type { OnBusyPolicy } from '../module/redis-lock-options';
-import { messages } from '../errors/messages';
 import { Hold, releaseQuietly } from './holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
@@ -165,13 +164,12 @@ interface Subscribed {
 
 /**
  * Ends a subscription's hold: waits for the work the call still holds (the lock keeps being
- * renewed meanwhile), aborts the view's signal, then ends the hold (the last one releases).
+ * renewed meanwhile), then ends the hold: its handle's signal aborts, and the last hold releases.
  * Never rejects.
  */
 async function endHold({ hold, call }: Subscribed): Promise<LockLostError | undefined> {
   // Nothing outlives the stream: abort at once, within teardown, so work that checks it stops.
-  if (!call.busy)
-    hold.handle.end(new DOMException(messages.holdEnded(hold.lock.key), 'AbortError'));
+  if (!call.busy) hold.handle.end();
   await call.drain();
   return hold.end();
 }

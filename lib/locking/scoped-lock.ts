@@ -14,6 +14,7 @@ import type { Hold } from './holds';
 export class ScopedLock implements LockHandle {
   private scope?: AbortController;
   private combined?: AbortSignal;
+  private ended = false;
   private endedWith?: unknown;
 
   constructor(
@@ -35,7 +36,7 @@ export class ScopedLock implements LockHandle {
   }
   get isHeld(): boolean {
     this.hold.expireIfDue();
-    return this.endedWith === undefined && this.lock.isHeld;
+    return !this.ended && this.lock.isHeld;
   }
   /** The engine that owns the lock, for re-entrancy checks. */
   get owner(): object {
@@ -47,7 +48,7 @@ export class ScopedLock implements LockHandle {
     this.hold.expireIfDue();
     if (!this.combined) {
       this.scope = new AbortController();
-      if (this.endedWith !== undefined) this.scope.abort(this.endedWith);
+      if (this.ended) this.scope.abort(this.reason());
       this.combined = AbortSignal.any([this.lock.signal, this.scope.signal]);
     }
     return this.combined;
@@ -70,10 +71,19 @@ export class ScopedLock implements LockHandle {
     return (await this.hold.end()) === undefined;
   }
 
-  /** The hold ended (before the release): aborts the signal with `reason`. */
-  end(reason: unknown): void {
-    if (this.endedWith !== undefined) return;
+  /**
+   * The hold ended (before the release): aborts the signal with `reason`, by default an
+   * `AbortError` built only if someone reads the signal (most holds end unobserved).
+   */
+  end(reason?: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
     this.endedWith = reason;
-    this.scope?.abort(reason);
+    if (this.scope) this.scope.abort(this.reason());
+  }
+
+  private reason(): unknown {
+    this.endedWith ??= new DOMException(messages.holdEnded(this.key), 'AbortError');
+    return this.endedWith;
   }
 }
