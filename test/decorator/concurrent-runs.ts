@@ -3,8 +3,19 @@ import {
   type ExecutionContext,
   Injectable,
   type NestInterceptor,
+  RequestTimeoutException,
 } from '@nestjs/common';
-import { finalize, from, mergeMap, type Observable } from 'rxjs';
+import { Reflector } from '@nestjs/core';
+import {
+  catchError,
+  finalize,
+  from,
+  mergeMap,
+  type Observable,
+  throwError,
+  timeout,
+  TimeoutError,
+} from 'rxjs';
 import { LockService } from 'nestjs-redis-lock';
 import { Gate, sleep } from '../support/time';
 
@@ -59,6 +70,17 @@ export class ConcurrentRuns {
     return 'neither';
   }
 
+  /** The work of one call: counted, and held until the test opens the key's gate. */
+  async work(key: string): Promise<{ done: string }> {
+    this.enter(key);
+    try {
+      await this.gate(key);
+      return { done: key };
+    } finally {
+      this.leave(key);
+    }
+  }
+
   /** Resolves when the test opens the gate of `key`: the work holds until then. */
   gate(key: string): Promise<void> {
     let gate = this.gates.get(key);
@@ -72,6 +94,29 @@ export class ConcurrentRuns {
 
   openAll(): void {
     for (const gate of this.gates.values()) gate.release();
+  }
+}
+
+/** Route metadata: after how many ms `TimeoutInterceptor` gives up on the handler. */
+export const TIMEOUT_MS = 'test:timeout-ms';
+
+/**
+ * The timeout interceptor the NestJS docs teach, registered as `APP_INTERCEPTOR` (so it runs
+ * outside `@Locked`'s): it unsubscribes from the handler after `ms` and answers 408.
+ */
+@Injectable()
+export class TimeoutInterceptor implements NestInterceptor {
+  constructor(private readonly reflector: Reflector) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const ms = this.reflector.get<number | undefined>(TIMEOUT_MS, context.getHandler());
+    if (!ms) return next.handle();
+    return next.handle().pipe(
+      timeout(ms),
+      catchError((error: unknown) =>
+        throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error)),
+      ),
+    );
   }
 }
 

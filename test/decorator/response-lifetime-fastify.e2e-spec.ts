@@ -5,62 +5,34 @@
  * timeout interceptor gave up; a skipped `@Res()` route answers 204.
  */
 import {
-  type CallHandler,
   Controller,
-  type ExecutionContext,
   Get,
-  Injectable,
-  type NestInterceptor,
   Param,
   Post,
-  RequestTimeoutException,
   Res,
   SetMetadata,
   StreamableFile,
   UseInterceptors,
 } from '@nestjs/common';
-import { APP_INTERCEPTOR, Reflector } from '@nestjs/core';
+import { APP_INTERCEPTOR } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import type { FastifyReply } from 'fastify';
 import type Redis from 'ioredis';
 import { Readable } from 'node:stream';
-import { catchError, type Observable, throwError, timeout, TimeoutError } from 'rxjs';
 import request from 'supertest';
 import { LockService, Locked, RedisLockModule } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
-import { ConcurrentRuns, ReleaseOnReturnInterceptor } from './concurrent-runs';
+import {
+  ConcurrentRuns,
+  ReleaseOnReturnInterceptor,
+  TIMEOUT_MS,
+  TimeoutInterceptor,
+} from './concurrent-runs';
 
 const runs = new ConcurrentRuns();
-const TIMEOUT_MS = 'test:timeout-ms';
-
-@Injectable()
-class TimeoutInterceptor implements NestInterceptor {
-  constructor(private readonly reflector: Reflector) {}
-
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const ms = this.reflector.get<number | undefined>(TIMEOUT_MS, context.getHandler());
-    if (!ms) return next.handle();
-    return next.handle().pipe(
-      timeout(ms),
-      catchError((error: unknown) =>
-        throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error)),
-      ),
-    );
-  }
-}
-
-async function work(key: string): Promise<{ done: string }> {
-  runs.enter(key);
-  try {
-    await runs.gate(key);
-    return { done: key };
-  } finally {
-    runs.leave(key);
-  }
-}
 
 @Controller()
 class FastifyLifetimeController {
@@ -68,19 +40,19 @@ class FastifyLifetimeController {
   @SetMetadata(TIMEOUT_MS, 500)
   @Locked('slow:<userId>')
   slow(@Param('userId') userId: string): Promise<{ done: string }> {
-    return work(`slow:${userId}`);
+    return runs.work(`slow:${userId}`);
   }
 
   @Post('res/:userId')
   @Locked('res:<userId>')
   async replyLater(@Param('userId') userId: string, @Res() reply: FastifyReply): Promise<void> {
-    void work(`res:${userId}`).then((body) => reply.status(201).send(body));
+    void runs.work(`res:${userId}`).then((body) => reply.status(201).send(body));
   }
 
   @Post('control/res/:userId')
   @UseInterceptors(ReleaseOnReturnInterceptor)
   controlReplyLater(@Param('userId') userId: string, @Res() reply: FastifyReply): void {
-    void work(`control:${userId}`).then((body) => reply.status(201).send(body));
+    void runs.work(`control:${userId}`).then((body) => reply.status(201).send(body));
   }
 
   @Get('file/:id')

@@ -16,7 +16,6 @@ import {
   type PipeTransform,
   Param,
   Post,
-  RequestTimeoutException,
   Res,
   SetMetadata,
   StreamableFile,
@@ -29,39 +28,22 @@ import type Redis from 'ioredis';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { catchError, map, Observable, race, throwError, timeout, TimeoutError, timer } from 'rxjs';
+import { map, Observable, race, timer } from 'rxjs';
 import request from 'supertest';
 import { currentLock, LockService, Locked, RedisLockModule } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
-import { ConcurrentRuns, ReleaseOnReturnInterceptor } from './concurrent-runs';
+import {
+  ConcurrentRuns,
+  ReleaseOnReturnInterceptor,
+  TIMEOUT_MS,
+  TimeoutInterceptor,
+} from './concurrent-runs';
 
 const runs = new ConcurrentRuns();
 
-/** Route metadata read by the global interceptors below. */
-const TIMEOUT_MS = 'test:timeout-ms';
 const RACE_MS = 'test:race-ms';
-
-/**
- * The timeout interceptor the NestJS docs teach, registered as `APP_INTERCEPTOR` (so it runs
- * outside `@Locked`'s): it unsubscribes from the handler after `ms` and answers 408.
- */
-@Injectable()
-class TimeoutInterceptor implements NestInterceptor {
-  constructor(private readonly reflector: Reflector) {}
-
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const ms = this.reflector.get<number | undefined>(TIMEOUT_MS, context.getHandler());
-    if (!ms) return next.handle();
-    return next.handle().pipe(
-      timeout(ms),
-      catchError((error: unknown) =>
-        throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error)),
-      ),
-    );
-  }
-}
 
 /** An outer `race`: whichever answers first wins, the loser is unsubscribed. */
 @Injectable()
@@ -72,17 +54,6 @@ class RaceInterceptor implements NestInterceptor {
     const ms = this.reflector.get<number | undefined>(RACE_MS, context.getHandler());
     if (!ms) return next.handle();
     return race(next.handle(), timer(ms).pipe(map(() => ({ queued: true }))));
-  }
-}
-
-/** The work of one call: counted, and held until the test opens the key's gate. */
-async function work(key: string): Promise<{ done: string }> {
-  runs.enter(key);
-  try {
-    await runs.gate(key);
-    return { done: key };
-  } finally {
-    runs.leave(key);
   }
 }
 
@@ -134,21 +105,21 @@ class LifetimeController {
   @SetMetadata(TIMEOUT_MS, 500)
   @Locked('slow:<userId>', { ttl: 600 })
   slow(@Param('userId') userId: string): Promise<{ done: string }> {
-    return work(`slow:${userId}`);
+    return runs.work(`slow:${userId}`);
   }
 
   @Post('control/slow/:userId')
   @SetMetadata(TIMEOUT_MS, 500)
   @UseInterceptors(ReleaseOnReturnInterceptor)
   controlSlow(@Param('userId') userId: string): Promise<{ done: string }> {
-    return work(`control:${userId}`);
+    return runs.work(`control:${userId}`);
   }
 
   @Post('raced/:userId')
   @SetMetadata(RACE_MS, 300)
   @Locked('raced:<userId>')
   raced(@Param('userId') userId: string): Promise<{ done: string }> {
-    return work(`raced:${userId}`);
+    return runs.work(`raced:${userId}`);
   }
 
   @Post('slow-pipe/:userId')
@@ -171,13 +142,13 @@ class LifetimeController {
   @Post('res/:userId')
   @Locked('res:<userId>')
   async replyLater(@Param('userId') userId: string, @Res() res: Response): Promise<void> {
-    void work(`res:${userId}`).then((body) => res.status(201).json(body));
+    void runs.work(`res:${userId}`).then((body) => res.status(201).json(body));
   }
 
   @Post('control/res/:userId')
   @UseInterceptors(ReleaseOnReturnInterceptor)
   controlReplyLater(@Param('userId') userId: string, @Res() res: Response): void {
-    void work(`control:${userId}`).then((body) => res.status(201).json(body));
+    void runs.work(`control:${userId}`).then((body) => res.status(201).json(body));
   }
 
   @Get('file/:id')
