@@ -19,7 +19,11 @@ type KeyReader = (args: readonly unknown[], context: ExecutionContext) => unknow
 /** Where each placeholder of a route's template is read, decided once per handler kind. */
 type RoutePlan = ReadonlyMap<Placeholder, KeyReader>;
 
-const plans = new WeakMap<LockedSpec, Partial<Record<HandlerKind, RoutePlan>>>();
+/**
+ * Plans by method and by controller: a handler inherited by two controllers is checked against
+ * each one's path (`<params.id>` may exist under one and not the other).
+ */
+const plans = new WeakMap<LockedSpec, WeakMap<object, Partial<Record<HandlerKind, RoutePlan>>>>();
 
 /**
  * Checks, at bootstrap, that every placeholder of a controller or gateway handler resolves from
@@ -43,7 +47,9 @@ export function keyFromRouteArguments(
 }
 
 function planFor(spec: LockedSpec, kind: HandlerKind, controller: object, handler: object) {
-  const known = plans.get(spec) ?? {};
+  let byController = plans.get(spec);
+  if (!byController) plans.set(spec, (byController = new WeakMap()));
+  const known = byController.get(controller) ?? {};
   if (known[kind]) return known[kind];
   const plan = new Map<Placeholder, KeyReader>();
   const parameters = handlerParameters(spec.owner, spec.method, kind, spec.params);
@@ -56,7 +62,7 @@ function planFor(spec: LockedSpec, kind: HandlerKind, controller: object, handle
   for (const placeholder of spec.template!.placeholders) {
     plan.set(placeholder, readerFor(placeholder, context));
   }
-  plans.set(spec, { ...known, [kind]: plan });
+  byController.set(controller, { ...known, [kind]: plan });
   return plan;
 }
 

@@ -84,8 +84,13 @@ export function handlerParameters(
     if (custom) {
       parameters.push({ ...base, label: 'a custom decorator' });
     } else if (kind === 'message') {
-      if (type !== PAYLOAD) continue; // the context, the socket, an ack: not the message
-      parameters.push({ ...base, source: 'payload', label: `@Payload(${quote(field)})` });
+      // Any parameter but the payload (the socket, the context, an ack) is what the server hands
+      // the handler: a key may read it by its name, and must never look for it in the message.
+      parameters.push(
+        type === PAYLOAD
+          ? { ...base, source: 'payload', label: `@Payload(${quote(field)})` }
+          : { ...base, label: 'a transport parameter (socket, context)' },
+      );
     } else if (!HTTP_UNUSABLE.has(type!)) {
       const known = HTTP_TYPES[type!];
       if (!known) continue;

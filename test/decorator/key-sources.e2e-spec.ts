@@ -216,10 +216,10 @@ describe.each([
 });
 
 /** Resolves the error `app.init()` rejects with for `controller`, or undefined if it boots. */
-async function bootError(controller: Type): Promise<unknown> {
+async function bootError(...controllers: Type[]): Promise<unknown> {
   const moduleRef = await Test.createTestingModule({
     imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix: uniquePrefix('boot') })],
-    controllers: [controller],
+    controllers,
   }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   try {
@@ -282,6 +282,25 @@ describe('a route placeholder that cannot be resolved stops the bootstrap', () =
     expect(error).toBeInstanceOf(RedisLockConfigError);
     expect((error as Error).message).toContain('Typo.create');
     expect((error as Error).message).toMatch(/<params\.userid>.*route params: userId/);
+  });
+
+  it('a route param one of the controllers inheriting the handler lacks', async () => {
+    abstract class Payments {
+      @Post('pay')
+      @Locked('acct:<params.id>')
+      async pay(): Promise<string> {
+        return 'paid';
+      }
+    }
+    @Controller('a/:id')
+    class WithId extends Payments {}
+    @Controller('b')
+    class WithoutId extends Payments {}
+    // Each controller's path is checked, not only the first one the handler was seen under.
+    const error = await bootError(WithId, WithoutId);
+    expect(error).toBeInstanceOf(RedisLockConfigError);
+    expect((error as Error).message).toMatch(/<params\.id>/);
+    await expect(bootError(WithId)).resolves.toBeUndefined();
   });
 
   it('boots when every placeholder has one source', async () => {
