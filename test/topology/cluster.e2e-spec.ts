@@ -61,8 +61,24 @@ async function keysOnShard(index: number, base: string, count = 1): Promise<stri
 async function handOffGap(holder: LockService, waiter: LockService, key: string): Promise<number> {
   const held = await holder.acquire(key, { ttl: 20_000 });
   const waiting = waiter.acquire(key, { wait: 15_000 });
-  // The waiter failed its first try and is subscribed before we release.
-  await sleep(100);
+  // Release once the waiter is subscribed where the message will reach it: on a node of the shard
+  // that owns the key's slot now (sharded; a primary's SPUBLISH reaches its replicas' subscribers
+  // too), or anywhere (classic). After a failover the subscriber may first have to follow the
+  // slot; a fixed sleep raced that on a loaded machine.
+  const channel = `${redisKeyOf(prefix, key)}:released`;
+  await waitFor(async () => {
+    const sharded = topology.shardedPubSub;
+    const owner = sharded ? await topology.shardOf(key) : undefined;
+    const nodes = owner ? [owner.primary, ...owner.replicas] : topology.servers;
+    const counts = await Promise.all(
+      nodes.map(async (node) => {
+        const kind = sharded ? 'SHARDNUMSUB' : 'NUMSUB';
+        const reply = (await nodeCommand(node.port, 'PUBSUB', kind, channel)) as unknown[];
+        return Number(reply[1]);
+      }),
+    );
+    return counts.some((count) => count > 0);
+  }, 10_000);
   const released = now();
   expect(await held.release()).toBe(true);
   const next = await waiting;
