@@ -4,9 +4,10 @@
  * poller, a socket) stops counting as holding once its own hold settled; `outsideLocks()` starts
  * such resources without the chain's locks.
  */
-import { Controller, Injectable, Param, Post, type INestApplication } from '@nestjs/common';
+import { Controller, Injectable, Logger, Param, Post, type INestApplication } from '@nestjs/common';
 import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import request from 'supertest';
 import {
   currentLock,
@@ -15,8 +16,10 @@ import {
   LockNotAcquiredError,
   type LockService,
   outsideLocks,
+  RedisLockConfigError,
   type LockHandle,
 } from 'nestjs-redis-lock';
+import { useClockSource } from '../lib/engine/clock';
 import { createDecoratorApp } from './decorator/decorator-app';
 import { onSharedRedis } from './support/lock-services';
 import { Gate, sleep, waitFor } from './support/time';
@@ -400,5 +403,93 @@ describe('counted holds through @Locked', () => {
     gate.release();
     await jobs.running;
     expect(await acquiredBy(other, 'import:user-2')).toBe(true);
+  });
+});
+
+describe("a re-entrant call's own maxHold", () => {
+  it('refuses a maxHold a timer cannot wait, as a fresh acquire does, without running fn', async () => {
+    const locks = services.create();
+    const ran: number[] = [];
+    const refused = await locks.withLock('bad-inner-max-hold', async () => {
+      const errors: unknown[] = [];
+      for (const maxHold of [3e9, 0]) {
+        await locks
+          .withLock('bad-inner-max-hold', () => void ran.push(maxHold), { maxHold })
+          .catch((error: unknown) => errors.push(error));
+      }
+      return errors;
+    });
+    await expect(locks.acquire('bad-fresh-max-hold', { maxHold: 3e9 })).rejects.toBeInstanceOf(
+      RedisLockConfigError,
+    );
+    expect(refused).toHaveLength(2);
+    refused.forEach((error) => expect(error).toBeInstanceOf(RedisLockConfigError));
+    expect(ran).toEqual([]);
+  });
+
+  it("reports a re-entrant hold's own maxHold as a loss (event and log) with onLost 'log'; the outer keeps the key", async () => {
+    const locks = services.create({ ttl: 10_000, onLost: 'log' });
+    const other = services.create();
+    const events: { key: string; reason: string; handle: LockHandle }[] = [];
+    locks.on('lost', (error, handle) => void events.push({ ...error, handle }));
+    const warned: string[] = [];
+    const warn = jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((message: unknown) => void warned.push(String(message)));
+    let innerLock: LockHandle | undefined;
+    let keyHeldAfterInnerBound: boolean | undefined;
+    try {
+      const nested = await locks.withLock('silent-inner-max-hold', async () => {
+        const result = await locks.withLock(
+          'silent-inner-max-hold',
+          async (lock) => {
+            innerLock = lock;
+            await Promise.race([
+              new Promise((resolve) => lock.signal.addEventListener('abort', resolve)),
+              sleep(3_000),
+            ]);
+            return 'inner result';
+          },
+          { maxHold: 100 },
+        );
+        keyHeldAfterInnerBound = !(await acquiredBy(other, 'silent-inner-max-hold'));
+        return result;
+      });
+      expect(nested).toBe('inner result');
+    } finally {
+      warn.mockRestore();
+    }
+    expect((innerLock!.signal.reason as LockLostError).reason).toBe('max-hold');
+    expect(events.map(({ key, reason }) => `${key}:${reason}`)).toEqual([
+      'silent-inner-max-hold:max-hold',
+    ]);
+    expect(events[0].handle).toBe(innerLock);
+    expect(warned.filter((line) => line.includes('"silent-inner-max-hold"'))).toHaveLength(1);
+    expect(keyHeldAfterInnerBound).toBe(true);
+  });
+
+  it("counts a suspension of the host toward a re-entrant hold's maxHold", async () => {
+    let skew = 0;
+    useClockSource({ monotonic: () => performance.now(), wall: () => Date.now() + skew });
+    try {
+      const locks = services.create({ ttl: 10_000 });
+      const seen: Record<string, unknown> = {};
+      await locks.withLock('suspended-inner-max-hold', async (outer) => {
+        const inner = locks.withLock(
+          'suspended-inner-max-hold',
+          (lock) => {
+            skew += 5_000; // the host slept 5 s: past this hold's 2 s maxHold, in Redis' eyes
+            seen.innerIsHeld = lock.isHeld;
+            seen.innerReason = (lock.signal.reason as LockLostError | undefined)?.reason;
+          },
+          { maxHold: 2_000 },
+        );
+        await expect(inner).rejects.toMatchObject({ name: 'LockLostError', reason: 'max-hold' });
+        seen.outerIsHeld = outer.isHeld;
+      });
+      expect(seen).toEqual({ innerIsHeld: false, innerReason: 'max-hold', outerIsHeld: true });
+    } finally {
+      useClockSource();
+    }
   });
 });
