@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
-import type { HeldLock } from './lock-handle';
+import type { LockHandle } from './lock-handle';
 import { neutralScope } from './neutral-scope';
 
 /**
@@ -14,7 +14,7 @@ export function emitLost(
   events: EventEmitter,
   logger: Logger,
   error: LockLostError,
-  lock: HeldLock,
+  lock: LockHandle,
 ): void {
   const failed = (listenerError: unknown): void =>
     logger.error(`A 'lost' listener failed: ${String(listenerError)}`);

@@ -16,7 +16,7 @@ import { monotonicNow, newToken } from './clock';
 import { emitLost } from './emit-lost';
 import { extendUnseen } from './extend-unseen';
 import { FairCall } from './fair-call';
-import { HeldLock, type LockOperations } from './lock-handle';
+import { HeldLock, type LockHandle, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
 import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
@@ -258,10 +258,10 @@ export class LockEngine implements LockOperations {
     return this.backend.drift(ttl);
   }
 
-  reportLost(lock: HeldLock, error: LockLostError): void {
+  reportLost(lock: HeldLock, error: LockLostError, handle: LockHandle = lock): void {
     if (lock.unseen) return; // nobody was given it: the acquire call deals with the loss
     this.logger.warn(error.message);
-    emitLost(this.events, this.logger, error, lock);
+    emitLost(this.events, this.logger, error, handle);
   }
 
   rescheduled(lock: HeldLock): void {

@@ -53,8 +53,11 @@ export interface LockOperations {
   untrack(lock: HeldLock): void;
   /** Safety margin (ms) subtracted from a lease on the local clock (clock drift, latency). */
   drift(ttl: number): number;
-  /** Reports a loss (event + log); called exactly once per lost lock. */
-  reportLost(lock: HeldLock, error: LockLostError): void;
+  /**
+   * Reports a loss (event + log): once per lost lock, and once per re-entrant hold that reached
+   * its own `maxHold` (`handle`, the one its work was given, then goes to the listeners).
+   */
+  reportLost(lock: HeldLock, error: LockLostError, handle?: LockHandle): void;
   /** The lease or its deadline changed (`extend`): the watchdog must look at it again. */
   rescheduled(lock: HeldLock): void;
 }
@@ -189,6 +192,14 @@ export class HeldLock implements LockHandle {
     this.jumpedOff = 0;
     this.deadline = sentAt + lease - this.operations.drift(lease);
     this.nextRenewAt = sentAt + lease / 3;
+  }
+
+  /**
+   * Reports that one re-entrant hold of this lock reached its own `maxHold`; `handle` is the one
+   * its work was given. The lock itself is not lost: other holds may keep it.
+   */
+  reportHoldLost(error: LockLostError, handle: LockHandle): void {
+    this.operations.reportLost(this, error, handle);
   }
 
   /** Marks the lock lost (once): aborts the signal, stops renewal, reports it. */

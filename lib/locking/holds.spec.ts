@@ -21,6 +21,7 @@ function fakeLock(): HeldLock & { held: boolean; lost?: LockLostError } {
     signal: new AbortController().signal,
     expireIfDue: (): boolean => !state.held,
     release: jest.fn(async (): Promise<boolean> => state.held),
+    reportHoldLost: jest.fn(),
   };
   return lock as unknown as HeldLock & { held: boolean; lost?: LockLostError };
 }
@@ -111,6 +112,8 @@ describe('Hold', () => {
       expect(lost).toBeInstanceOf(LockLostError);
       expect(lost?.reason).toBe('max-hold');
       expect(lock.release).toHaveBeenCalledTimes(1);
+      // A hold ending at its own bound is a loss its work must hear of, not a silent end.
+      expect(lock.reportHoldLost).toHaveBeenCalledWith(lost, inner.handle);
     } finally {
       jest.useRealTimers();
     }

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { monotonicNow } from '../engine/clock';
+import { monotonicNow, suspendedSince } from '../engine/clock';
 import type { HeldLock } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
 import { ScopedLock } from './scoped-lock';
@@ -21,18 +21,19 @@ export class Hold {
   readonly handle: ScopedLock;
   private ending?: Promise<LockLostError | undefined>;
   private boundTimer?: ReturnType<typeof setTimeout>;
-  /** When this hold's own `maxHold` runs out (monotonic); a joined hold may set one. */
-  private readonly until: number;
+  /** When this hold started (monotonic): its own `maxHold` counts from here. */
+  private readonly startedAt: number;
 
   private constructor(
     readonly lock: HeldLock,
     /** How many holds of this lock have not ended yet; shared by all of them. */
     private readonly open: { count: number },
-    maxHold = Infinity,
+    /** This hold's own bound (a joined hold may set one), in ms. */
+    private readonly maxHold = Infinity,
   ) {
     open.count++;
     this.handle = new ScopedLock(lock, this);
-    this.until = monotonicNow() + maxHold;
+    this.startedAt = monotonicNow();
     if (Number.isFinite(maxHold)) {
       this.boundTimer = setTimeout(() => this.expire(), maxHold);
       this.boundTimer.unref?.();
@@ -70,9 +71,26 @@ export class Hold {
     return this.ending !== undefined;
   }
 
-  /** This hold's own `maxHold` passed: it ends as a loss for its work, whatever the others do. */
+  /**
+   * When this hold's own `maxHold` runs out (monotonic), less the time the host was suspended
+   * since it started: Redis saw that time pass, as for the lock's own `maxHold`.
+   */
+  private get until(): number {
+    if (this.maxHold === Infinity) return Infinity;
+    return this.startedAt + this.maxHold - suspendedSince(this.startedAt);
+  }
+
+  /**
+   * This hold's own `maxHold` passed: it ends as a loss for its work, whatever the others do. A
+   * loss is never silent: it is reported (log and `'lost'` event, with this hold's handle) as the
+   * lock's own losses are, unless the lock was lost (and reported) or released first.
+   */
   private expire(): void {
-    void this.finish(new LockLostError(this.lock.key, 'max-hold'));
+    if (this.ending !== undefined) return;
+    const error = new LockLostError(this.lock.key, 'max-hold');
+    const lockHeld = this.lock.isHeld;
+    void this.finish(error);
+    if (lockHeld) this.lock.reportHoldLost(error, this.handle);
   }
 
   /**

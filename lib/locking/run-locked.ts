@@ -4,6 +4,7 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { LockService, WithLockOptions } from '../lock.service';
 import type { OnBusyPolicy } from '../module/redis-lock-options';
+import { assertMaxHold } from '../module/resolve-options';
 import { Hold, releaseQuietly } from './holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
@@ -29,7 +30,7 @@ export async function runLocked<T>(
   const parent = lockContext.getStore();
   // Joined synchronously, at call time: a caller that does not await this call cannot end the
   // last hold (and release) before this one counts.
-  let hold = heldByChain(locks, key, options, parent)?.join(options.maxHold);
+  let hold = joinHeld(locks, key, options, parent);
   if (!hold) {
     const lock = await acquireOrSkip(locks, key, options);
     if (!lock) return undefined as T;
@@ -66,7 +67,7 @@ export function observeLocked<T>(
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     const parent = lockContext.getStore();
-    const joined = heldByChain(locks, key, options, parent)?.join(options.maxHold);
+    const joined = joinHeld(locks, key, options, parent);
     if (joined) {
       // Counted until the subscription closes, however it closes (a throwing source included),
       // and until the work the call holds has settled. The subscriber itself is passed on, so a
@@ -172,6 +173,23 @@ async function endHold({ hold, call }: Subscribed): Promise<LockLostError | unde
   if (!call.busy) hold.handle.end();
   await call.drain();
   return hold.end();
+}
+
+/**
+ * Another hold on the lock of `key` this chain already holds, if re-entrancy applies. Its
+ * `maxHold` is checked as a fresh acquire checks it: a bound a timer cannot wait would fire at
+ * once.
+ */
+function joinHeld(
+  locks: LockService,
+  key: string,
+  options: RunLockedOptions,
+  frame: LockFrame | undefined,
+): Hold | undefined {
+  const held = heldByChain(locks, key, options, frame);
+  if (!held) return undefined;
+  if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
+  return held.join(options.maxHold);
 }
 
 /** This chain's running hold of `key` through `locks`, if re-entrancy applies. */
