@@ -146,7 +146,8 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
   }
 
   /**
-   * Subscribes to lock losses (renewal found the lock gone or foreign, or Redis out of reach).
+   * Subscribes to lock losses (renewal found the lock gone or foreign, or Redis out of reach), and
+   * to a re-entrant hold reaching its own `maxHold` (then `lock` is that hold's handle).
    * A listener that throws, or an async one that rejects, is logged and never becomes an
    * unhandled rejection; the other listeners still run.
    */
