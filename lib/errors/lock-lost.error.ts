@@ -12,7 +12,10 @@ export type LockLostReason =
    * for the work to release it: the signal aborted before the key was released.
    */
   | 'shutdown'
-  /** It was held for its whole `maxHold`: renewal stopped and the lock was released. */
+  /**
+   * It was held for its whole `maxHold`: renewal stopped and the lock was released (for a
+   * re-entrant call's own `maxHold`: that call's hold ended; the key goes with the last hold).
+   */
   | 'max-hold'
   /**
    * The wall clock jumped ahead of the monotonic clock by more than the lease had left: the host
@@ -31,7 +34,7 @@ const why: Record<LockLostReason, string> = {
   deadline: 'Redis did not confirm a renewal before the lease ran out',
   shutdown: 'the LockService shut down and its `shutdownGrace` ran out before the work released it',
   'max-hold':
-    'it was held for its whole `maxHold` and released; raise `maxHold` if the work needs longer',
+    'it was held for its whole `maxHold`, so this hold ended (the key is released with the last hold); raise `maxHold` if the work needs longer',
   'clock-jump':
     'the wall clock jumped ahead of the monotonic clock, as after a suspended host, so the lease may have run out on Redis',
   'no-replicas':
