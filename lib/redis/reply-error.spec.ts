@@ -11,6 +11,11 @@ describe('finalReplyErrorCode', () => {
       "ERR The user executing the script can't run this command or subcommand script: c6ad17, on @user_script:6.",
       'NOPERM',
     ],
+    // The same refusal from Redis 6.2, wrapped as a script error.
+    [
+      "ERR Error running script (call to f_f651f1192b5344137e6bc34a49aa0948b47c6d2c): @user_script:6: @user_script: 6: The user executing the script can't run this command or subcommand",
+      'NOPERM',
+    ],
   ])('calls "%s" final (%s)', (message, code) => {
     expect(finalReplyErrorCode(new ReplyError(message))).toBe(code);
   });

@@ -41,8 +41,10 @@ export function refusedForLackOfReplicas(error: unknown): boolean {
  * the code it carries is taken from the end.
  */
 function replyCode(message: string): string {
-  // Redis 7 reports a command inside a script that the user's ACL forbids (PUBLISH, say) as ERR.
-  if (/^ERR The user executing the script can't run/.test(message)) return 'NOPERM';
+  // A command inside a script that the user's ACL forbids (PUBLISH, say) comes as ERR: bare from
+  // Redis 7, wrapped in "Error running script" before.
+  if (/^ERR (?:Error running script .*)?The user executing the script can't run/.test(message))
+    return 'NOPERM';
   const code = /^[A-Z]+/.exec(message)?.[0] ?? 'ERR';
   if (code !== 'ERR' || !message.startsWith('ERR Error running script')) return code;
   const carried = [...message.matchAll(/(?:^|[\s:])-?([A-Z]{2,})(?=\s)/g)]
