@@ -21,7 +21,7 @@ import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock
 import { resolveOptions } from '../module/resolve-options';
 import { toLockTransportError } from '../rpc/lock-transport-error';
 import { handlerName, httpAnswer, logLockFailure } from './lock-failure-answer';
-import { toLockHttpException } from './lock-http-exception';
+import { headersSent, toLockHttpException } from './lock-http-exception';
 
 const logger = new Logger('RedisLock');
 
@@ -75,7 +75,8 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
     if (type !== 'http') throw error;
     const response: unknown = host.switchToHttp().getResponse();
     const adapter = this.adapterHost.httpAdapter;
-    if (adapter.isHeadersSent(response)) {
+    // Fastify's adapter only sees a finished reply, not headers written to `reply.raw`: ask both.
+    if (adapter.isHeadersSent(response) || headersSent(response)) {
       // A `@Res()` handler had started its answer: no status can be sent any more. As Nest's own
       // filter does then, end what was sent, and say why in the log.
       logger.error(messages.failedAfterResponseStarted(`${error.name}: ${error.message}`));

@@ -6,12 +6,15 @@
 import { Controller, Injectable, Logger, Param, Post, Res } from '@nestjs/common';
 import type { INestApplication } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
 import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import type Redis from 'ioredis';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { LockExceptionFilter, LockService, Locked } from 'nestjs-redis-lock';
-import { deleteKeys, redisClient } from '../support/shared-redis';
+import { LockExceptionFilter, LockService, Locked, RedisLockModule } from 'nestjs-redis-lock';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { uniquePrefix } from '../support/unique-prefix';
 import { createDecoratorApp } from './decorator-app';
 
@@ -117,5 +120,66 @@ describe('LockExceptionFilter after the response started', () => {
       body: 'report follows\nreport of u-2\n',
       complete: true,
     });
+  });
+});
+
+/** The same handler on Fastify: it writes to the raw response behind `@Res()`. */
+@Controller('fastify-reports')
+class FastifyReportController {
+  constructor(private readonly reports: ReportService) {}
+
+  @Post(':userId')
+  async stream(@Param('userId') userId: string, @Res() reply: FastifyReply): Promise<void> {
+    reply.raw.writeHead(200, { 'content-type': 'text/plain' });
+    reply.raw.write('report follows\n');
+    reply.raw.write(await this.reports.build(userId));
+    reply.raw.end();
+  }
+}
+
+describe('LockExceptionFilter after the response started, on Fastify', () => {
+  const prefix = uniquePrefix('filter-headers-sent-fastify');
+  let app: NestFastifyApplication;
+  let redis: Redis;
+  let port: number;
+  let logged: jest.SpyInstance;
+
+  beforeAll(async () => {
+    redis = redisClient();
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
+      controllers: [FastifyReportController],
+      providers: [ReportService, { provide: APP_FILTER, useClass: LockExceptionFilter }],
+    }).compile();
+    app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
+      logger: false,
+    });
+    await app.listen(0, '127.0.0.1');
+    port = (app.getHttpServer().address() as AddressInfo).port;
+  });
+
+  beforeEach(() => {
+    logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+  });
+
+  afterEach(() => logged.mockRestore());
+
+  afterAll(async () => {
+    await app?.close();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  it('ends the started answer and logs the busy lock', async () => {
+    const held = await app.get(LockService).acquire('report:u-3');
+    try {
+      const answer = await post(port, '/fastify-reports/u-3');
+      expect(answer).toEqual({ status: 200, body: 'report follows\n', complete: true });
+    } finally {
+      await held.release();
+    }
+    const lines = logged.mock.calls.map(([line]) => String(line));
+    expect(lines).toContainEqual(expect.stringContaining('"report:u-3" is held by another holder'));
+    expect(lines.join('\n')).not.toContain('ERR_HTTP_HEADERS_SENT');
   });
 });

@@ -15,10 +15,12 @@ import {
   type INestApplication,
 } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import request from 'supertest';
-import { currentLock, Locked, LockService } from 'nestjs-redis-lock';
-import { deleteKeys, redisClient } from '../support/shared-redis';
+import { currentLock, Locked, LockService, RedisLockModule } from 'nestjs-redis-lock';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { Gate, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { createDecoratorApp } from './decorator-app';
@@ -205,4 +207,50 @@ describe('@Locked with wrapping decorators', () => {
       expect(await locks.isLocked(`upload:u-${order}`)).toBe(false);
     },
   );
+});
+
+describe('@Locked with a wrapping decorator on a Fastify server', () => {
+  const prefix = uniquePrefix('decorator-wrapping-fastify');
+  let app: NestFastifyApplication;
+  let locks: LockService;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = redisClient();
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
+      controllers: [VoucherController],
+    }).compile();
+    app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
+      logger: false,
+    });
+    await app.listen(0, '127.0.0.1');
+    locks = app.get(LockService);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  it.each([
+    ['above', 'orders'],
+    ['below', 'orders-below'],
+  ])('keys the route from the request with the wrapper %s @Locked', async (_order, path) => {
+    traced.length = 0;
+    const response = await request(app.getHttpServer())
+      .post(`/vouchers/v-2/${path}`)
+      .send({ userId: 'u-3' });
+    expect(response.status).toBe(201);
+    expect(response.body).toEqual({ lock: 'voucher:v-2:user:u-3', userId: 'u-3' });
+    expect(traced).toHaveLength(1);
+    expect(await locks.isLocked('voucher:v-2:user:u-3')).toBe(false);
+  });
+
+  it('runs a non-re-entrant route with a wrapper above under its one lock', async () => {
+    const response = await request(app.getHttpServer()).post('/vouchers/strict/u-4');
+    expect(response.status).toBe(201);
+    expect(response.body).toEqual({ lock: 'strict:u-4', userId: 'u-4' });
+  });
 });
