@@ -267,25 +267,24 @@ export async function startCluster(
   const servers: RedisServer[] = [];
   try {
     const ports = await Promise.all(hasClusterPort.map((has) => clusterNodePorts(!has)));
-    servers.push(
-      ...(await Promise.all(
-        ports.map(([port, busPort], index) =>
-          startRedis({
-            bin: bins[index],
-            port,
-            args: [
-              ...['--dir', dir, '--cluster-enabled', 'yes'],
-              ...['--cluster-config-file', join(dir, `nodes-${port}.conf`)],
-              ...(hasClusterPort[index] ? ['--cluster-port', String(busPort)] : []),
-              ...['--cluster-node-timeout', String(nodeTimeout)],
-              ...['--cluster-require-full-coverage', 'no'],
-              // Promote a replica even if it lost its link a while ago (tests pause replicas).
-              ...['--cluster-replica-validity-factor', '0'],
-              ...['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'],
-            ],
-          }),
-        ),
-      )),
+    await startAll(
+      servers,
+      ports.map(([port, busPort], index) =>
+        startRedis({
+          bin: bins[index],
+          port,
+          args: [
+            ...['--dir', dir, '--cluster-enabled', 'yes'],
+            ...['--cluster-config-file', join(dir, `nodes-${port}.conf`)],
+            ...(hasClusterPort[index] ? ['--cluster-port', String(busPort)] : []),
+            ...['--cluster-node-timeout', String(nodeTimeout)],
+            ...['--cluster-require-full-coverage', 'no'],
+            // Promote a replica even if it lost its link a while ago (tests pause replicas).
+            ...['--cluster-replica-validity-factor', '0'],
+            ...['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'],
+          ],
+        }),
+      ),
     );
     await run(
       'redis-cli',
@@ -542,8 +541,12 @@ export async function startSentinelTopology(
       );
       return startRedis({ bin: options.bin, port, leadingArgs: [file, '--sentinel'] });
     });
-    const sentinels = await Promise.all(starting);
-    started.push(...sentinels);
+    const sentinels: RedisServer[] = [];
+    try {
+      await startAll(sentinels, starting);
+    } finally {
+      started.push(...sentinels); // stopped below if the topology fails to come up
+    }
 
     // Ready when every sentinel sees the primary, the replica and the other sentinels.
     await waitFor(
@@ -635,4 +638,16 @@ export async function startIndependentPrimaries(count: number): Promise<RedisSer
   return Promise.all(
     Array.from({ length: count }, async () => startRedis({ port: await uniqueFreePort() })),
   );
+}
+
+/**
+ * Waits for every start and keeps each server that started in `into`, so a caller that cleans up
+ * `into` on failure stops them too: one server that fails to start (a port taken meanwhile) must
+ * not leave the others running, which would keep the test process from exiting.
+ */
+async function startAll<T>(into: T[], starts: readonly Promise<T>[]): Promise<void> {
+  const results = await Promise.allSettled(starts);
+  for (const result of results) if (result.status === 'fulfilled') into.push(result.value);
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
 }
