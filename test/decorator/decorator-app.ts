@@ -1,4 +1,5 @@
 import type { INestApplication, ModuleMetadata, Type } from '@nestjs/common';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { RedisLockModule, type RedisLockModuleOptions } from 'nestjs-redis-lock';
@@ -13,6 +14,8 @@ export interface DecoratorAppOptions extends Pick<ModuleMetadata, 'imports'> {
   lock?: Omit<RedisLockModuleOptions, 'prefix'>;
   /** Listen on an ephemeral port (needed to fire many requests at once with supertest). */
   listen?: boolean;
+  /** Serve with Fastify (`@nestjs/platform-fastify`) instead of Express. */
+  fastify?: boolean;
 }
 
 /**
@@ -28,8 +31,12 @@ export async function createDecoratorApp(options: DecoratorAppOptions): Promise<
     controllers: options.controllers ?? [],
     providers: options.providers ?? [],
   }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
-  if (options.listen) await app.listen(0, '127.0.0.1');
+  const app = options.fastify
+    ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
+        logger: false,
+      })
+    : moduleRef.createNestApplication({ logger: false });
+  if (options.listen || options.fastify) await app.listen(0, '127.0.0.1');
   else await app.init();
   return app;
 }

@@ -6,15 +6,13 @@
 import { Controller, Injectable, Logger, Param, Post, Res } from '@nestjs/common';
 import type { INestApplication } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
 import type { Response } from 'express';
 import type { FastifyReply } from 'fastify';
 import type Redis from 'ioredis';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { LockExceptionFilter, LockService, Locked, RedisLockModule } from 'nestjs-redis-lock';
-import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
+import { LockExceptionFilter, LockService, Locked } from 'nestjs-redis-lock';
+import { deleteKeys, redisClient } from '../support/shared-redis';
 import { uniquePrefix } from '../support/unique-prefix';
 import { createDecoratorApp } from './decorator-app';
 
@@ -139,22 +137,19 @@ class FastifyReportController {
 
 describe('LockExceptionFilter after the response started, on Fastify', () => {
   const prefix = uniquePrefix('filter-headers-sent-fastify');
-  let app: NestFastifyApplication;
+  let app: INestApplication;
   let redis: Redis;
   let port: number;
   let logged: jest.SpyInstance;
 
   beforeAll(async () => {
     redis = redisClient();
-    const moduleRef = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
+    app = await createDecoratorApp({
+      prefix,
       controllers: [FastifyReportController],
-      providers: [ReportService, { provide: APP_FILTER, useClass: LockExceptionFilter }],
-    }).compile();
-    app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
-      logger: false,
+      providers: [ReportService, { provide: APP_FILTER, useClass: LockExceptionFilter }] as never,
+      fastify: true,
     });
-    await app.listen(0, '127.0.0.1');
     port = (app.getHttpServer().address() as AddressInfo).port;
   });
 

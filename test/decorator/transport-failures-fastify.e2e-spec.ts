@@ -4,13 +4,13 @@
  * ends; a busy route gets 409 with `Retry-After`; a skipped `@Sse()` open ends without an event.
  * No failure becomes an unhandled rejection (`fail-on-unhandled.ts`).
  */
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
+import type { INestApplication } from '@nestjs/common';
 import type Redis from 'ioredis';
 import type { AddressInfo } from 'node:net';
-import { LockService, RedisLockModule, type LockHandle } from 'nestjs-redis-lock';
-import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
+import { LockService, type LockHandle } from 'nestjs-redis-lock';
+import { deleteKeys, redisClient } from '../support/shared-redis';
 import { uniquePrefix } from '../support/unique-prefix';
+import { createDecoratorApp } from './decorator-app';
 import { httpAnswer, HttpRoutes, runs } from './fixtures/transport-app';
 import { sseEvents } from './fixtures/sse-events';
 
@@ -19,21 +19,14 @@ const BUSY = 'Another request is working on the same resource. Try again shortly
 
 describe('lock failures on a Fastify server', () => {
   const prefix = uniquePrefix('transport-fastify');
-  let app: NestFastifyApplication;
+  let app: INestApplication;
   let port: number;
   let redis: Redis;
   let held: LockHandle[] = [];
 
   beforeAll(async () => {
     redis = redisClient();
-    const moduleRef = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
-      controllers: [HttpRoutes],
-    }).compile();
-    app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
-      logger: false,
-    });
-    await app.listen(0, '127.0.0.1');
+    app = await createDecoratorApp({ prefix, controllers: [HttpRoutes], fastify: true });
     port = (app.getHttpServer().address() as AddressInfo).port;
     const locks = app.get(LockService);
     held = [

@@ -15,12 +15,10 @@ import {
   type INestApplication,
 } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import request from 'supertest';
-import { currentLock, Locked, LockService, RedisLockModule } from 'nestjs-redis-lock';
-import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
+import { currentLock, Locked, LockService } from 'nestjs-redis-lock';
+import { deleteKeys, redisClient } from '../support/shared-redis';
 import { Gate, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { createDecoratorApp } from './decorator-app';
@@ -211,20 +209,13 @@ describe('@Locked with wrapping decorators', () => {
 
 describe('@Locked with a wrapping decorator on a Fastify server', () => {
   const prefix = uniquePrefix('decorator-wrapping-fastify');
-  let app: NestFastifyApplication;
+  let app: INestApplication;
   let locks: LockService;
   let redis: Redis;
 
   beforeAll(async () => {
     redis = redisClient();
-    const moduleRef = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
-      controllers: [VoucherController],
-    }).compile();
-    app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
-      logger: false,
-    });
-    await app.listen(0, '127.0.0.1');
+    app = await createDecoratorApp({ prefix, controllers: [VoucherController], fastify: true });
     locks = app.get(LockService);
   });
 
