@@ -1,6 +1,6 @@
 /**
- * Bad input fails early and clearly (STYLE: one error class per failure a user can act on): bad
- * keys and options are rejected before any Redis call, a malformed URL at construction, and an
+ * Bad input fails early and clearly, with one error class per failure a user can act on: bad keys
+ * and options are rejected before any Redis call, a malformed URL at construction, and an
  * unreachable Redis fails within the time budget instead of hanging.
  */
 import { Module } from '@nestjs/common';

@@ -76,7 +76,10 @@ function table(head: string[], rows: string[][], align?: string[]): string {
 
 const PEER_DEFAULTS = (id: string): boolean => id.endsWith(':defaults');
 
-/** The issue-5 bar, evaluated from the JSON. */
+/**
+ * The project's performance bar (throughput near the raw floor, fast hand-offs, bounded overhead,
+ * flat memory), evaluated from the JSON.
+ */
 export function evaluateBar(r: Results): BarRow[] {
   const rows: BarRow[] = [];
   if (r.s1?.ours && r.s1.raw) {

@@ -6,7 +6,7 @@
  * section sees a strictly lower fence from its predecessor. The control run without the lock must
  * lose updates, or the check could not fail.
  *
- * Scale: the issue asks for 16 processes × 1,000 cycles on 8 keys (16,000 cycles, 2,000 hand-offs
+ * Scale: the full scenario is 16 processes × 1,000 cycles on 8 keys (16,000 cycles, 2,000 hand-offs
  * in a row per key). On a 2-core machine shared with the rest of the suite that alone runs for
  * minutes, so `npm test` runs 16 processes × LOAD_CYCLES (default 100) cycles: the same
  * concurrency and contention, fewer rounds. `LOAD_CYCLES=1000` runs the full size.
