@@ -1,5 +1,5 @@
 # The sample voucher shop (sample-app/), one replica per container. It runs from the TypeScript
-# sources through test/support/ts-register.js, exactly as `npm run start:sample` does, with the
+# sources through tools/ts-register.js, exactly as `npm run start:sample` does, with the
 # library mapped from lib/ — no build step.
 #   docker compose up --build      (three replicas + Redis, see docker-compose.yml)
 FROM node:20-alpine
@@ -13,7 +13,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --include=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 COPY tsconfig.json ./
-COPY test/support/ts-register.js test/support/ts-register.js
+COPY tools/ts-register.js tools/ts-register.js
 COPY lib lib
 COPY sample-app sample-app
 
@@ -25,4 +25,4 @@ HEALTHCHECK --interval=5s --timeout=2s --retries=10 \
 
 # Exec form, so `docker stop`'s SIGTERM reaches node and starts the graceful shutdown
 # (enableShutdownHooks). docker-compose.yml adds `init: true` so node is not PID 1.
-CMD ["node", "-r", "./test/support/ts-register.js", "sample-app/main.ts"]
+CMD ["node", "-r", "./tools/ts-register.js", "sample-app/main.ts"]

@@ -1,6 +1,6 @@
 /**
  * Re-renders `<stem>.md` and `<stem>-s3p-wait.svg` from `<stem>.json` (default bench/results/latest):
- *   node -r ./test/support/ts-register.js bench/render.ts [stem]
+ *   node -r ./tools/ts-register.js bench/render.ts [stem]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';

@@ -2,7 +2,7 @@
  * `npm run bench`: nestjs-redis-lock against the libraries users would pick instead, in one run
  * on one private redis-server (spawned here on a free port, killed by pid at the end).
  *
- *   node --expose-gc -r ./test/support/ts-register.js bench/run.ts
+ *   node --expose-gc -r ./tools/ts-register.js bench/run.ts
  *
  * Environment (defaults keep a full run under ~10 min on 2 cores):
  *   BENCH_REPS=3          interleaved repetitions (medians reported; counts summed)
@@ -90,7 +90,7 @@ class WorkerProcess {
 
   constructor() {
     this.child = fork(join(__dirname, 's3-worker.ts'), [], {
-      execArgv: ['-r', join(root, 'test/support/ts-register.js')],
+      execArgv: ['-r', join(root, 'tools/ts-register.js')],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     this.child.on('message', (message: { type: string }) => {

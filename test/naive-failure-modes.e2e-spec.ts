@@ -157,7 +157,7 @@ describe('naive Redis lock failure modes: the naive lock breaks, ours holds', ()
     const lock = await ours().acquire('owner');
     const otherProcessToken = run(
       "process.stdout.write(require('./lib/engine/clock').newToken())",
-      ['-r', './test/support/ts-register.js'],
+      ['-r', './tools/ts-register.js'],
     );
     expect(otherProcessToken).toMatch(/^[0-9a-f]{32}$/);
     expect(otherProcessToken).not.toBe(lock.token);

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { signalPid, trackPid, untrackPid } from './tracked-pids';
 
 const root = resolve(__dirname, '../..');
-const tsRegister = resolve(__dirname, 'ts-register.js');
+const tsRegister = resolve(__dirname, '../../tools/ts-register.js');
 
 /** How a worker process ended, with everything it printed. */
 export interface WorkerExit {
@@ -34,7 +34,7 @@ export interface Worker {
 const workers = new Set<ChildProcess>();
 
 /**
- * Spawns `node -r test/support/ts-register.js <file>` with `env` on top of this process's env
+ * Spawns `node -r tools/ts-register.js <file>` with `env` on top of this process's env
  * (`file` relative to the repository root, or absolute). Kill leftovers with `killAllWorkers()`
  * in `afterAll`; any still alive when the jest process exits are SIGKILLed.
  */

@@ -1,16 +1,16 @@
 /**
  * Minimal TypeScript require hook for child processes (multi-process tests, the sample app, the
- * demo): transpiles each .ts file with the project's own `typescript` (decorator metadata
+ * demo, the bench, the Docker image): transpiles each .ts file with the project's own `typescript` (decorator metadata
  * included, which Nest's DI needs) and maps the package name to lib/ as tsconfig `paths` does.
  * No type checking here: `npm run lint` type-checks everything.
- *   node -r ./test/support/ts-register.js sample-app/main.ts
+ *   node -r ./tools/ts-register.js sample-app/main.ts
  */
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const Module = require('node:module');
 
-const root = path.resolve(__dirname, '../..');
+const root = path.resolve(__dirname, '..');
 const compilerOptions = {
   module: 'commonjs', // strings, not ts enums: typescript loads only on a cache miss
   target: 'es2022',
