@@ -56,7 +56,8 @@ function preflight() {
   const libRoot = path.dirname(resolveFrom('nestjs-redis-lock/package.json', __dirname));
   const libDist = path.dirname(libEntry);
 
-  // The published shape: `exports`/`main` lead to dist/index.js, `types` exists, only dist shipped.
+  // The published shape: `exports`/`main` lead to dist/index.js, `types` exists, only dist and the
+  // package's own documents (README, LICENSE, CHANGELOG) shipped.
   const libPkg = packageJsonOf('nestjs-redis-lock', __dirname);
   assert.equal(path.relative(libRoot, libEntry), path.join('dist', 'index.js'), 'entry point');
   for (const field of [libPkg.types, libPkg.exports?.['.']?.types]) {
@@ -64,7 +65,9 @@ function preflight() {
   }
   const shipped = fs.readdirSync(libRoot).sort();
   assert.deepEqual(
-    shipped.filter((name) => !['dist', 'package.json', 'README.md', 'LICENSE'].includes(name)),
+    shipped.filter(
+      (name) => !['dist', 'package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'].includes(name),
+    ),
     [],
     `unexpected files in the package: ${shipped.join(', ')}`,
   );
