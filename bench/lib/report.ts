@@ -253,7 +253,7 @@ function contendedTable(r: Results, cells: Record<string, S3Cell>): string {
 }
 
 /**
- * One row per library: the headline numbers of every scenario (what the README carries).
+ * One row per library: the headline numbers of every scenario (what docs/benchmarks.md carries).
  * S1/S2 ran at defaults only (retry settings do not matter uncontended).
  */
 export function summaryTable(r: Results): string | undefined {

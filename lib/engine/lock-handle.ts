@@ -15,7 +15,7 @@ export interface LockHandle {
    * Fencing token: strictly increasing per key across all holders. Pass it to the store you write
    * to and let the store refuse a write with a lower fence than it has seen, so a holder that
    * paused past its lease cannot overwrite its successor's work. In Redlock mode: increasing in
-   * the order the lock was held, unless a node lost its counter (see the README, Deployment).
+   * the order the lock was held, unless a node lost its counter (see docs/deployment.md, Redlock).
    */
   readonly fence: number;
   /** Aborts with a `LockLostError` the moment the lock is known (or must be assumed) lost. */

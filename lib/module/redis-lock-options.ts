@@ -86,8 +86,8 @@ export interface RedisLockModuleOptions {
    */
   cluster?: ClusterConnectionOptions;
   /**
-   * Redlock mode over independent primaries, instead of `redis`. See the README for what it does
-   * and does not guarantee.
+   * Redlock mode over independent primaries, instead of `redis`. docs/deployment.md says what it
+   * does and does not guarantee.
    */
   redlock?: RedlockOptions;
   /**

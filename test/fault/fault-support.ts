@@ -114,7 +114,7 @@ export function percentile(values: number[], p: number): number {
 }
 
 /**
- * Records what a scenario observed (counts, times) for the README "Reliability" table: one JSON
+ * Records what a scenario observed (counts, times) for docs/reliability.md: one JSON
  * line per call, appended to the file named by FAULT_OBSERVATIONS; a no-op when it is unset.
  */
 export function observe(scenario: string, facts: Record<string, unknown>): void {

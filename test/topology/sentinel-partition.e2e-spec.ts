@@ -70,7 +70,7 @@ async function partition(topology: SentinelTopology, ttl: number): Promise<Run> 
   };
 }
 
-/** Prints the numbers the README quotes, so a reader can compare runs. */
+/** Prints the numbers docs/deployment.md quotes, so a reader can compare runs. */
 function report(label: string, run: Run): void {
   process.stdout.write(
     `${label}: promoted ${Math.round(run.promoted)} ms, Y granted ${Math.round(run.yGranted)} ms, ` +
