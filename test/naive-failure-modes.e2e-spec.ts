@@ -156,7 +156,7 @@ describe('naive Redis lock failure modes: the naive lock breaks, ours holds', ()
 
     const lock = await ours().acquire('owner');
     const otherProcessToken = run(
-      "process.stdout.write(require('./lib/engine/clock').newToken())",
+      "process.stdout.write(require('./lib/util/clock').newToken())",
       ['-r', './test/support/ts-register.js'],
     );
     expect(otherProcessToken).toMatch(/^[0-9a-f]{32}$/);

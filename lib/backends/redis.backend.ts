@@ -14,7 +14,7 @@ import { ClusterPubSubCheck } from '../redis/cluster-pubsub-check';
 import { clusterNodeOf } from '../redis/cluster-slot';
 import { createReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
-import { clockDrift } from '../engine/clock';
+import { clockDrift } from '../util/clock';
 import { acquireScript } from '../scripts/acquire.script';
 import { extendScript } from '../scripts/extend.script';
 import { fairAcquireScript } from '../scripts/fair-acquire.script';

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { monotonicNow } from '../engine/clock';
+import { monotonicNow } from '../util/clock';
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { RedisClient, RedisCommander } from '../redis/redis-client';
