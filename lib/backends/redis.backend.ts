@@ -12,7 +12,7 @@ import {
 import type { PubSubMode } from '../redis/pubsub-mode';
 import { ClusterPubSubCheck } from '../redis/cluster-pubsub-check';
 import { clusterNodeOf } from '../redis/cluster-slot';
-import { createReleasePubSub } from '../redis/release-pubsub';
+import { createReleasePubSub, type ReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { clockDrift } from '../util/clock';
 import { acquireScript } from '../lua/acquire.script';
@@ -23,7 +23,7 @@ import { forceReleaseScript } from '../lua/force-release.script';
 import { releaseScript } from '../lua/release.script';
 import { renewManyScript } from '../lua/renew-many.script';
 import { AcknowledgedGrants, type ReplicaAckOptions } from './acknowledged-grants';
-import type { FairAcquireReply, LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
+import type { FairAcquireReply, LockBackend, RenewableLease } from './lock-backend';
 
 export type { ReplicaAckOptions } from './acknowledged-grants';
 
