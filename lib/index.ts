@@ -13,7 +13,7 @@ export type {
   ReplicaAckOptions,
   ResolvedRedisLockOptions,
   StartupCheckMode,
-} from './module/redis-lock-options';
+} from './options/redis-lock-options';
 export {
   LockService,
   type AcquireOptions,

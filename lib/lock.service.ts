@@ -13,13 +13,13 @@ import type {
   OnLostPolicy,
   RedisLockModuleOptions,
   ResolvedRedisLockOptions,
-} from './module/redis-lock-options';
+} from './options/redis-lock-options';
 import {
   assertMaxHold,
   assertNonNegative,
   assertPositive,
   resolveOptions,
-} from './module/resolve-options';
+} from './options/resolve-options';
 
 /** Options of one `acquire` / `tryAcquire` call; unset fields take the module defaults. */
 export interface AcquireOptions {

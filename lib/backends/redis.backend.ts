@@ -22,10 +22,9 @@ import { fairReleaseScript } from '../lua/fair-release.script';
 import { forceReleaseScript } from '../lua/force-release.script';
 import { releaseScript } from '../lua/release.script';
 import { renewManyScript } from '../lua/renew-many.script';
-import { AcknowledgedGrants, type ReplicaAckOptions } from './acknowledged-grants';
+import type { ReplicaAckOptions } from '../options/redis-lock-options';
+import { AcknowledgedGrants } from './acknowledged-grants';
 import type { FairAcquireReply, LockBackend, RenewableLease } from './lock-backend';
-
-export type { ReplicaAckOptions } from './acknowledged-grants';
 
 /**
  * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small

@@ -24,7 +24,7 @@ import { RedisLockError } from '../errors/redis-lock.error';
 import { handlerName, httpAnswer, logLockFailure } from '../http/lock-failure-answer';
 import { headersSent, isLockFailure, toLockHttpException } from '../http/lock-http-exception';
 import { LockService } from '../lock.service';
-import type { LockFailure } from '../module/redis-lock-options';
+import type { LockFailure } from '../options/redis-lock-options';
 import { lockContext, type LockedRoute } from '../locking/lock-context';
 import type { LockedCall } from '../locking/locked-call';
 import { observeLocked } from '../locking/run-locked';

@@ -7,7 +7,7 @@ import { RedisLockError } from '../errors/redis-lock.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
-import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';

@@ -4,7 +4,7 @@ import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { failureAnswered, publicMessages } from '../errors/messages';
-import type { LockFailure } from '../module/redis-lock-options';
+import type { LockFailure } from '../options/redis-lock-options';
 
 const logger = new Logger('RedisLock');
 

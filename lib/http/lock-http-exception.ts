@@ -6,7 +6,7 @@ import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { failureStatus, publicMessage } from './lock-failure-answer';
 
 /**
