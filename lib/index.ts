@@ -14,12 +14,8 @@ export type {
   ResolvedRedisLockOptions,
   StartupCheckMode,
 } from './options/redis-lock-options';
-export {
-  LockService,
-  type AcquireOptions,
-  type LockLostListener,
-  type WithLockOptions,
-} from './lock.service';
+export { LockService, type LockLostListener } from './service/lock.service';
+export type { AcquireOptions, WithLockOptions } from './options/lock-call-options';
 export type { LockHandle } from './engine/lock-handle';
 export {
   Locked,

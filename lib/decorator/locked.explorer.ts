@@ -3,7 +3,7 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { LockService } from '../lock.service';
+import { LockService } from '../service/lock.service';
 import { warnIfEventsDrop } from '../rpc/event-handlers';
 import { bindLockService } from './locked-binding';
 import { orderLockedInterceptorLast } from './locked-order';

@@ -16,7 +16,7 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { messages, publicMessages } from '../errors/messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { LockService } from '../lock.service';
+import { LockService } from '../service/lock.service';
 import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { resolveOptions } from '../options/resolve-options';
 import { toLockTransportError } from '../rpc/lock-transport-error';
