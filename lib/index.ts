@@ -26,8 +26,8 @@ export {
 } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
 export type { LockSkippedAck } from './decorator/locked-response';
-export { LockExceptionFilter } from './http/lock-exception.filter';
-export type { LockTransportError } from './rpc/lock-transport-error';
+export { LockExceptionFilter } from './transports/http/lock-exception.filter';
+export type { LockTransportError } from './transports/messages/lock-transport-error';
 export { currentLock, outsideLocks } from './locking/lock-context';
 export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
 export {

@@ -4,7 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { LockService } from '../service/lock.service';
-import { warnIfEventsDrop } from '../rpc/event-handlers';
+import { warnIfEventsDrop } from '../transports/messages/event-handlers';
 import { bindLockService } from './locked-binding';
 import { orderLockedInterceptorLast } from './locked-order';
 import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
