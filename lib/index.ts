@@ -26,7 +26,7 @@ export {
 } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
 export type { LockSkippedAck } from './decorator/locked-response';
-export { LockExceptionFilter } from './transports/http/lock-exception.filter';
+export { LockExceptionFilter } from './transports/lock-exception.filter';
 export type { LockTransportError } from './transports/messages/lock-transport-error';
 export { currentLock, outsideLocks } from './locking/lock-context';
 export type { RedisClient, RedisConnectionOption } from './redis/redis-client';

@@ -21,7 +21,7 @@ import {
 } from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
-import { handlerName, httpAnswer, logLockFailure } from '../transports/http/lock-failure-answer';
+import { handlerName, httpAnswer, logLockFailure } from '../transports/shared/lock-failure-answer';
 import {
   headersSent,
   isLockFailure,

@@ -7,7 +7,7 @@ import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
 import { RedisCommandError } from '../../errors/redis-command.error';
 import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
 import type { LockFailure, ResolvedRedisLockOptions } from '../../options/redis-lock-options';
-import { failureStatus, publicMessage } from './lock-failure-answer';
+import { failureStatus, publicMessage } from '../shared/lock-failure-answer';
 
 /**
  * Seconds a client is told to wait on a busy lock. The holder's PTTL is only an upper bound (a

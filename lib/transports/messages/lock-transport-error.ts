@@ -1,7 +1,7 @@
 import { LockLostError } from '../../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
 import { RedisCommandError } from '../../errors/redis-command.error';
-import { publicMessage } from '../http/lock-failure-answer';
+import { publicMessage } from '../shared/lock-failure-answer';
 import type { LockErrorDetails, LockFailure } from '../../options/redis-lock-options';
 
 /**

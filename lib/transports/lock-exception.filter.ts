@@ -9,19 +9,19 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
-import { LockKeyError } from '../../errors/lock-key.error';
-import { LockLostError } from '../../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
-import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
-import { messages, publicMessages } from '../../errors/messages';
-import { RedisCommandError } from '../../errors/redis-command.error';
-import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
-import { LockService } from '../../service/lock.service';
-import type { LockFailure, ResolvedRedisLockOptions } from '../../options/redis-lock-options';
-import { resolveOptions } from '../../options/resolve-options';
-import { toLockTransportError } from '../messages/lock-transport-error';
-import { handlerName, httpAnswer, logLockFailure } from './lock-failure-answer';
-import { headersSent, toLockHttpException } from './lock-http-exception';
+import { LockKeyError } from '../errors/lock-key.error';
+import { LockLostError } from '../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { messages, publicMessages } from '../errors/messages';
+import { RedisCommandError } from '../errors/redis-command.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { LockService } from '../service/lock.service';
+import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
+import { resolveOptions } from '../options/resolve-options';
+import { toLockTransportError } from './messages/lock-transport-error';
+import { handlerName, httpAnswer, logLockFailure } from './shared/lock-failure-answer';
+import { headersSent, toLockHttpException } from './http/lock-http-exception';
 
 const logger = new Logger('RedisLock');
 
