@@ -13,13 +13,9 @@ export type {
   ReplicaAckOptions,
   ResolvedRedisLockOptions,
   StartupCheckMode,
-} from './module/redis-lock-options';
-export {
-  LockService,
-  type AcquireOptions,
-  type LockLostListener,
-  type WithLockOptions,
-} from './lock.service';
+} from './options/redis-lock-options';
+export { LockService, type LockLostListener } from './service/lock.service';
+export type { AcquireOptions, WithLockOptions } from './options/lock-call-options';
 export type { LockHandle } from './engine/lock-handle';
 export {
   Locked,
@@ -30,8 +26,8 @@ export {
 } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
 export type { LockSkippedAck } from './decorator/locked-response';
-export { LockExceptionFilter } from './http/lock-exception.filter';
-export type { LockTransportError } from './rpc/lock-transport-error';
+export { LockExceptionFilter } from './transports/lock-exception.filter';
+export type { LockTransportError } from './transports/messages/lock-transport-error';
 export { currentLock, outsideLocks } from './locking/lock-context';
 export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
 export {

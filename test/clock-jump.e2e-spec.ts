@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from 'nestjs-redis-lock';
-import { useClockSource } from '../lib/engine/clock';
+import { useClockSource } from '../lib/util/clock';
 import { onSharedRedis } from './support/lock-services';
 import { sleep, waitFor } from './support/time';
 

@@ -8,7 +8,7 @@
 import Redis from 'ioredis';
 import { performance } from 'node:perf_hooks';
 import { LockService, RedisUnavailableError, type LockLostError } from 'nestjs-redis-lock';
-import { useClockSource } from '../lib/engine/clock';
+import { useClockSource } from '../lib/util/clock';
 import { lockCommand } from './fault/fault-support';
 import { redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';

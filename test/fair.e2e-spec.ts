@@ -11,7 +11,7 @@ import {
   type LockHandle,
 } from 'nestjs-redis-lock';
 import { lockRedisKeys } from '../lib/keys/lock-keys';
-import { fairAcquireScript } from '../lib/scripts/fair-acquire.script';
+import { fairAcquireScript } from '../lib/lua/fair-acquire.script';
 import { lockServices, redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { now, sleep, waitFor } from './support/time';

@@ -155,10 +155,10 @@ describe('naive Redis lock failure modes: the naive lock breaks, ours holds', ()
     expect(await releaseIfOwner(naive, 'naive-owner', otherProcessId)).toBe(true); // deleted ours
 
     const lock = await ours().acquire('owner');
-    const otherProcessToken = run(
-      "process.stdout.write(require('./lib/engine/clock').newToken())",
-      ['-r', './tools/ts-register.js'],
-    );
+    const otherProcessToken = run("process.stdout.write(require('./lib/util/clock').newToken())", [
+      '-r',
+      './tools/ts-register.js',
+    ]);
     expect(otherProcessToken).toMatch(/^[0-9a-f]{32}$/);
     expect(otherProcessToken).not.toBe(lock.token);
     expect(await releaseIfOwner(naive, leaseKey('owner'), otherProcessToken)).toBe(false);

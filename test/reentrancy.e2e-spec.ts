@@ -19,7 +19,7 @@ import {
   RedisLockConfigError,
   type LockHandle,
 } from 'nestjs-redis-lock';
-import { useClockSource } from '../lib/engine/clock';
+import { useClockSource } from '../lib/util/clock';
 import { createDecoratorApp } from './decorator/decorator-app';
 import { onSharedRedis } from './support/lock-services';
 import { Gate, sleep, waitFor } from './support/time';

@@ -5,8 +5,8 @@
  */
 import Redis from 'ioredis';
 import type { LockLostError } from 'nestjs-redis-lock';
-import { renewManyScript } from '../lib/scripts/renew-many.script';
-import { releaseScript } from '../lib/scripts/release.script';
+import { renewManyScript } from '../lib/lua/renew-many.script';
+import { releaseScript } from '../lib/lua/release.script';
 import { lockServices, redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { now, sleep } from './support/time';

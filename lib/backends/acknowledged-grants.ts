@@ -1,15 +1,8 @@
 import type { Redis } from 'ioredis';
 import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { closeRedisClient } from '../redis/redis-client';
-
-/** `WAIT`-based replica acknowledgement of a grant. */
-export interface ReplicaAckOptions {
-  /** Replicas that must have the lock before the grant counts. */
-  minReplicas: number;
-  /** How long (ms) `WAIT` may block for them. */
-  timeout: number;
-}
 
 /**
  * Connections for acknowledged grants at most: a grant blocks its connection for up to

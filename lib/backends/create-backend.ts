@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { ClientWatch, ConnectionWatch } from '../redis/connection-watch';
 import { openRedisConnection, type RedisConnection } from '../redis/redis-client';
 import type { LockBackend } from './lock-backend';

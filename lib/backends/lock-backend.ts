@@ -1,17 +1,5 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
-
-/**
- * Pub/sub for release notifications: plain SUBSCRIBE on a single node or Sentinel, sharded
- * SSUBSCRIBE on a Cluster (the channel hashes to the lock's slot), one per node in Redlock mode.
- */
-export interface ReleasePubSub {
-  subscribe(channel: string): Promise<unknown>;
-  unsubscribe(channel: string): Promise<unknown>;
-  /** `message` is the releasing token (or '1' for a forced release). */
-  onMessage(listener: (channel: string, message: string) => void): void;
-  onError(listener: (error: Error) => void): void;
-  close(): void;
-}
+import type { ReleasePubSub } from '../redis/release-pubsub';
 
 /** What one fair-mode try found. */
 export type FairAcquireReply =

@@ -12,20 +12,19 @@ import {
 import type { PubSubMode } from '../redis/pubsub-mode';
 import { ClusterPubSubCheck } from '../redis/cluster-pubsub-check';
 import { clusterNodeOf } from '../redis/cluster-slot';
-import { createReleasePubSub } from '../redis/release-pubsub';
+import { createReleasePubSub, type ReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
-import { clockDrift } from '../engine/clock';
-import { acquireScript } from '../scripts/acquire.script';
-import { extendScript } from '../scripts/extend.script';
-import { fairAcquireScript } from '../scripts/fair-acquire.script';
-import { fairReleaseScript } from '../scripts/fair-release.script';
-import { forceReleaseScript } from '../scripts/force-release.script';
-import { releaseScript } from '../scripts/release.script';
-import { renewManyScript } from '../scripts/renew-many.script';
-import { AcknowledgedGrants, type ReplicaAckOptions } from './acknowledged-grants';
-import type { FairAcquireReply, LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
-
-export type { ReplicaAckOptions } from './acknowledged-grants';
+import { clockDrift } from '../util/clock';
+import { acquireScript } from '../lua/acquire.script';
+import { extendScript } from '../lua/extend.script';
+import { fairAcquireScript } from '../lua/fair-acquire.script';
+import { fairReleaseScript } from '../lua/fair-release.script';
+import { forceReleaseScript } from '../lua/force-release.script';
+import { releaseScript } from '../lua/release.script';
+import { renewManyScript } from '../lua/renew-many.script';
+import type { ReplicaAckOptions } from '../options/redis-lock-options';
+import { AcknowledgedGrants } from './acknowledged-grants';
+import type { FairAcquireReply, LockBackend, RenewableLease } from './lock-backend';
 
 /**
  * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small

@@ -1,11 +1,11 @@
 import { Logger } from '@nestjs/common';
-import { monotonicNow } from '../engine/clock';
+import { monotonicNow } from '../util/clock';
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { RedisClient, RedisCommander } from '../redis/redis-client';
 import { finalReplyErrorCode } from '../redis/reply-error';
-import { raiseFenceScript } from '../scripts/raise-fence.script';
-import { redlockRenewScript } from '../scripts/redlock-renew.script';
+import { raiseFenceScript } from '../lua/raise-fence.script';
+import { redlockRenewScript } from '../lua/redlock-renew.script';
 import type { RenewableLease } from './lock-backend';
 import type { RedisBackend } from './redis.backend';
 

@@ -2,9 +2,9 @@ import { Logger } from '@nestjs/common';
 import { messages, type RedlockTally } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { combineReleasePubSubs } from '../redis/release-pubsub';
-import { withTimeout } from '../engine/with-timeout';
-import type { LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
+import { combineReleasePubSubs, type ReleasePubSub } from '../redis/release-pubsub';
+import { withTimeout } from '../util/with-timeout';
+import type { LockBackend, RenewableLease } from './lock-backend';
 import type { NodeGrant, NodeRenewal, RedlockNode } from './redlock-node';
 
 /**

@@ -1,4 +1,4 @@
-import type { LockService } from '../lock.service';
+import type { LockSource } from '../locking/lock-source';
 
 /**
  * Each instance with `@Locked` methods gets its app's LockService at bootstrap (by the explorer),
@@ -6,7 +6,7 @@ import type { LockService } from '../lock.service';
  */
 const LOCK_SERVICE = Symbol('nestjs-redis-lock:service');
 
-export function bindLockService(instance: object, locks: LockService): void {
+export function bindLockService(instance: object, locks: LockSource): void {
   Object.defineProperty(instance, LOCK_SERVICE, {
     value: locks,
     configurable: true,
@@ -14,7 +14,7 @@ export function bindLockService(instance: object, locks: LockService): void {
   });
 }
 
-export function boundLockService(instance: unknown): LockService | undefined {
+export function boundLockService(instance: unknown): LockSource | undefined {
   if (instance === null || typeof instance !== 'object') return undefined;
-  return (instance as { [LOCK_SERVICE]?: LockService })[LOCK_SERVICE];
+  return (instance as { [LOCK_SERVICE]?: LockSource })[LOCK_SERVICE];
 }

@@ -11,7 +11,7 @@ import {
 import { readParamBindings, type ParamBinding } from '../keys/param-names';
 import { keyFromRouteArguments } from './route-key-plan';
 import type { RunLockedOptions } from '../locking/run-locked';
-import type { OptionNames } from '../module/known-options';
+import type { OptionNames } from '../options/known-options';
 
 /**
  * A key function: on a provider method it receives the method's arguments; on a controller or

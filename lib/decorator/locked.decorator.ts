@@ -10,8 +10,8 @@ import {
   assertNonNegative,
   assertOneOf,
   assertPositive,
-} from '../module/resolve-options';
-import { assertKnownOptions } from '../module/known-options';
+} from '../options/resolve-options';
+import { assertKnownOptions } from '../options/known-options';
 import { boundLockService } from './locked-binding';
 import {
   createLockedSpec,

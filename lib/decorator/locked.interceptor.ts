@@ -21,15 +21,20 @@ import {
 } from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
-import { handlerName, httpAnswer, logLockFailure } from '../http/lock-failure-answer';
-import { headersSent, isLockFailure, toLockHttpException } from '../http/lock-http-exception';
-import { LockService } from '../lock.service';
-import type { LockFailure } from '../module/redis-lock-options';
+import { handlerName, httpAnswer, logLockFailure } from '../transports/shared/lock-failure-answer';
+import {
+  headersSent,
+  isLockFailure,
+  toLockHttpException,
+} from '../transports/http/lock-http-exception';
+import { LockService } from '../service/lock.service';
+import type { LockFailure } from '../options/redis-lock-options';
 import { lockContext, type LockedRoute } from '../locking/lock-context';
 import type { LockedCall } from '../locking/locked-call';
+import type { LockSource } from '../locking/lock-source';
 import { observeLocked } from '../locking/run-locked';
-import { isEventHandler, logEventFailure } from '../rpc/event-handlers';
-import { toTransportException } from '../rpc/lock-transport-error';
+import { isEventHandler, logEventFailure } from '../transports/messages/event-handlers';
+import { toTransportException } from '../transports/messages/lock-transport-error';
 import {
   getResponseBinding,
   rawResponse,
@@ -95,7 +100,7 @@ export class LockedInterceptor implements NestInterceptor {
     context: ExecutionContext,
     spec: LockedSpec,
     binding: ResponseBinding,
-    locks: LockService,
+    locks: LockSource,
     args: unknown[],
     invoke: (args: unknown[]) => unknown,
   ): Observable<unknown> {

@@ -1,8 +1,13 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { readPath, renderKeyTemplate, type Placeholder } from '../keys/key-template';
-import type { LockedSpec } from './locked-spec';
+import {
+  readPath,
+  renderKeyTemplate,
+  type KeyTemplate,
+  type Placeholder,
+} from '../keys/key-template';
+import type { ParamBinding } from '../keys/param-names';
 import {
   handlerKind,
   handlerParameters,
@@ -12,6 +17,21 @@ import {
   type HandlerParameter,
   type RequestSource,
 } from './route-parameters';
+
+/**
+ * The parts of a `@Locked` method's spec (`LockedSpec` in locked-spec.ts) a route key is planned
+ * from. Named here because locked-spec.ts calls this file, so this one cannot import it back.
+ */
+export interface RouteKeySpec {
+  /** `Class.method`, for messages. */
+  readonly where: string;
+  readonly template?: KeyTemplate;
+  /** Parameter names → argument positions; `undefined` when the source could not be read. */
+  readonly params?: ReadonlyMap<string, ParamBinding>;
+  /** The class the method was declared on, and its name: where Nest keeps its parameter metadata. */
+  readonly owner: object;
+  readonly method: string | symbol;
+}
 
 /** Reads one placeholder's value from the handler's (piped) arguments or, failing that, its call. */
 type KeyReader = (args: readonly unknown[], context: ExecutionContext) => unknown;
@@ -23,21 +43,21 @@ type RoutePlan = ReadonlyMap<Placeholder, KeyReader>;
  * Plans by method and by controller: a handler inherited by two controllers is checked against
  * each one's path (`<params.id>` may exist under one and not the other).
  */
-const plans = new WeakMap<LockedSpec, WeakMap<object, Partial<Record<HandlerKind, RoutePlan>>>>();
+const plans = new WeakMap<RouteKeySpec, WeakMap<object, Partial<Record<HandlerKind, RoutePlan>>>>();
 
 /**
  * Checks, at bootstrap, that every placeholder of a controller or gateway handler resolves from
  * exactly one source, so a name that matches nothing, two parameters, or a route param the path
  * lacks stops the app's start. Throws `RedisLockConfigError`.
  */
-export function assertRoutePlaceholders(spec: LockedSpec, controller: object, handler: object) {
+export function assertRoutePlaceholders(spec: RouteKeySpec, controller: object, handler: object) {
   const kind = handlerKind(handler);
   if (kind && spec.template) planFor(spec, kind, controller, handler);
 }
 
 /** The key of a route, RPC or WebSocket call, from the arguments its handler receives (piped). */
 export function keyFromRouteArguments(
-  spec: LockedSpec,
+  spec: RouteKeySpec,
   args: readonly unknown[],
   context: ExecutionContext,
 ): string {
@@ -46,7 +66,7 @@ export function keyFromRouteArguments(
   return renderKeyTemplate(spec.template!, (placeholder) => plan.get(placeholder)!(args, context));
 }
 
-function planFor(spec: LockedSpec, kind: HandlerKind, controller: object, handler: object) {
+function planFor(spec: RouteKeySpec, kind: HandlerKind, controller: object, handler: object) {
   let byController = plans.get(spec);
   if (!byController) plans.set(spec, (byController = new WeakMap()));
   const known = byController.get(controller) ?? {};
@@ -67,7 +87,7 @@ function planFor(spec: LockedSpec, kind: HandlerKind, controller: object, handle
 }
 
 interface PlanContext {
-  readonly spec: LockedSpec;
+  readonly spec: RouteKeySpec;
   readonly kind: HandlerKind;
   readonly parameters: readonly HandlerParameter[];
   readonly routeParams?: ReadonlySet<string>;

@@ -7,12 +7,12 @@ import { RedisLockError } from '../errors/redis-lock.error';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
-import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
+import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
-import { monotonicNow, newToken } from './clock';
+import { monotonicNow, newToken } from '../util/clock';
 import { emitLost } from './emit-lost';
 import { extendUnseen } from './extend-unseen';
 import { FairCall } from './fair-call';
@@ -20,7 +20,7 @@ import { HeldLock, type LockHandle, type LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
 import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
-import { withTimeout } from './with-timeout';
+import { withTimeout } from '../util/with-timeout';
 
 /** One acquisition request, validated by the caller. */
 export interface AcquireRequest {

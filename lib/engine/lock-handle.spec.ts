@@ -3,7 +3,7 @@ import { ReplyError } from 'ioredis';
 import { LockLostError } from '../errors/lock-lost.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { LockRedisKeys } from '../keys/lock-keys';
-import { useClockSource } from './clock';
+import { useClockSource } from '../util/clock';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { Watchdog } from './watchdog';
 

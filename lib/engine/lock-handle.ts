@@ -3,7 +3,7 @@ import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { MAX_TIMER_MS, monotonicNow, suspendedSince } from './clock';
+import { MAX_TIMER_MS, monotonicNow, suspendedSince } from '../util/clock';
 
 /** A held lock, as returned by `LockService.acquire()` and passed to `withLock` callbacks. */
 export interface LockHandle {

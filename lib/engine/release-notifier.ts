@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { ReleasePubSub } from '../backends/lock-backend';
+import type { ReleasePubSub } from '../redis/release-pubsub';
 
 /**
  * One waiter for one lock key. A release message wakes it; `pendingWake` remembers a message that

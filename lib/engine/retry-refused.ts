@@ -1,5 +1,5 @@
 import { refusedUnrun } from '../redis/reply-error';
-import { monotonicNow } from './clock';
+import { monotonicNow } from '../util/clock';
 
 /**
  * Runs `attempt` again, with backoff, while Redis refuses it unrun — a Cluster slot in migration

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { messages } from '../errors/messages';
 import { refusedForLackOfReplicas } from '../redis/reply-error';
-import { monotonicNow } from './clock';
+import { monotonicNow } from '../util/clock';
 import { neutralScope } from './neutral-scope';
 import type { HeldLock } from './lock-handle';
 

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { monotonicNow, suspendedSince } from '../engine/clock';
+import { monotonicNow, suspendedSince } from '../util/clock';
 import type { HeldLock } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
 import { ScopedLock } from './scoped-lock';

@@ -2,10 +2,11 @@ import { Observable, type Subscription } from 'rxjs';
 import type { HeldLock, LockHandle } from '../engine/lock-handle';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import type { LockService, WithLockOptions } from '../lock.service';
-import type { OnBusyPolicy } from '../module/redis-lock-options';
-import { assertMaxHold } from '../module/resolve-options';
+import type { WithLockOptions } from '../options/lock-call-options';
+import type { OnBusyPolicy } from '../options/redis-lock-options';
+import { assertMaxHold } from '../options/resolve-options';
 import { Hold, releaseQuietly } from './holds';
+import type { LockSource } from './lock-source';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
 
@@ -22,7 +23,7 @@ export interface RunLockedOptions extends WithLockOptions {
  * busy and `onBusy` is `'skip'`.
  */
 export async function runLocked<T>(
-  locks: LockService,
+  locks: LockSource,
   key: string,
   options: RunLockedOptions,
   fn: (lock: LockHandle) => T | Promise<T>,
@@ -59,7 +60,7 @@ export async function runLocked<T>(
  * left, until it settles. The lock's signal, as the source sees it, aborts when the hold ends.
  */
 export function observeLocked<T>(
-  locks: LockService,
+  locks: LockSource,
   key: string,
   options: RunLockedOptions,
   source: (call: LockedCall) => Observable<T>,
@@ -181,7 +182,7 @@ async function endHold({ hold, call }: Subscribed): Promise<LockLostError | unde
  * once.
  */
 function joinHeld(
-  locks: LockService,
+  locks: LockSource,
   key: string,
   options: RunLockedOptions,
   frame: LockFrame | undefined,
@@ -194,7 +195,7 @@ function joinHeld(
 
 /** This chain's running hold of `key` through `locks`, if re-entrancy applies. */
 function heldByChain(
-  locks: LockService,
+  locks: LockSource,
   key: string,
   options: RunLockedOptions,
   frame: LockFrame | undefined,
@@ -205,7 +206,7 @@ function heldByChain(
 }
 
 async function acquireOrSkip(
-  locks: LockService,
+  locks: LockSource,
   key: string,
   options: RunLockedOptions,
 ): Promise<HeldLock | null> {

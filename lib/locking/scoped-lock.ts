@@ -2,7 +2,17 @@ import type { HeldLock, LockHandle } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
-import type { Hold } from './holds';
+
+/**
+ * The hold a scoped handle belongs to (`Hold` in holds.ts), as far as the handle uses it.
+ * Named here so this file does not import holds.ts, which builds the handle.
+ */
+export interface OwningHold {
+  /** Ends the hold if its own `maxHold` passed; true once the hold is over. */
+  expireIfDue(): boolean;
+  /** Ends the hold; resolves the `LockLostError` if the lock was lost meanwhile. */
+  end(): Promise<LockLostError | undefined>;
+}
 
 /**
  * The lock as one hold's work sees it (`currentLock()`, `withLock`'s argument): the same lock,
@@ -19,7 +29,7 @@ export class ScopedLock implements LockHandle {
 
   constructor(
     private readonly lock: HeldLock,
-    private readonly hold: Hold,
+    private readonly hold: OwningHold,
   ) {}
 
   get key(): string {

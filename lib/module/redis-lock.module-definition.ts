@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { RedisLockModuleOptions } from './redis-lock-options';
+import type { RedisLockModuleOptions } from '../options/redis-lock-options';
 
 /**
  * `forRoot` / `forRootAsync` (useFactory, useClass, useExisting, imports, inject) come from

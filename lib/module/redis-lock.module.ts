@@ -2,8 +2,8 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LockedExplorer } from '../decorator/locked.explorer';
 import { LockedInterceptor } from '../decorator/locked.interceptor';
-import { LockService } from '../lock.service';
-import type { RedisLockModuleOptions } from './redis-lock-options';
+import { LockService } from '../service/lock.service';
+import type { RedisLockModuleOptions } from '../options/redis-lock-options';
 import { ConfigurableModuleClass, REDIS_LOCK_OPTIONS } from './redis-lock.module-definition';
 import { RedisLockStartupCheck } from './startup-check';
 

@@ -5,7 +5,7 @@ import { messages } from '../errors/messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { LockService } from '../lock.service';
+import { LockService } from '../service/lock.service';
 import { ConnectionWatch, explain, type ClientWatch } from '../redis/connection-watch';
 import { isClusterClient } from '../redis/redis-client';
 

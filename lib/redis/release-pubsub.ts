@@ -1,8 +1,20 @@
-import type { ReleasePubSub } from '../backends/lock-backend';
 import type { PubSubMode } from './pubsub-mode';
 import type { Cluster } from 'ioredis';
 import { clusterSlot } from './cluster-slot';
 import { isClusterClient, type RedisClient } from './redis-client';
+
+/**
+ * Pub/sub for release notifications: plain SUBSCRIBE on a single node or Sentinel, sharded
+ * SSUBSCRIBE on a Cluster (the channel hashes to the lock's slot), one per node in Redlock mode.
+ */
+export interface ReleasePubSub {
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  /** `message` is the releasing token (or '1' for a forced release). */
+  onMessage(listener: (channel: string, message: string) => void): void;
+  onError(listener: (error: Error) => void): void;
+  close(): void;
+}
 
 /**
  * A dedicated subscriber connection duplicated from `client`. On a Cluster with sharded pub/sub

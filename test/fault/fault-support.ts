@@ -4,11 +4,11 @@
  */
 import { appendFileSync } from 'node:fs';
 import type Redis from 'ioredis';
-import { acquireScript } from '../../lib/scripts/acquire.script';
-import { extendScript } from '../../lib/scripts/extend.script';
-import type { LuaScript } from '../../lib/scripts/lua-script';
-import { releaseScript } from '../../lib/scripts/release.script';
-import { renewManyScript } from '../../lib/scripts/renew-many.script';
+import { acquireScript } from '../../lib/lua/acquire.script';
+import { extendScript } from '../../lib/lua/extend.script';
+import type { LuaScript } from '../../lib/lua/lua-script';
+import { releaseScript } from '../../lib/lua/release.script';
+import { renewManyScript } from '../../lib/lua/renew-many.script';
 import type { CommandMatcher } from '../support/tcp-proxy';
 import { now, sleep } from '../support/time';
 

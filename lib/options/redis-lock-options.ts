@@ -6,10 +6,15 @@ import type { LockServiceClosedError } from '../errors/lock-service-closed.error
 import type { RedisCommandError } from '../errors/redis-command.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { ClusterNode, ClusterOptions } from 'ioredis';
-import type { ReplicaAckOptions } from '../backends/redis.backend';
 import type { RedisConnectionOption } from '../redis/redis-client';
 
-export type { ReplicaAckOptions };
+/** `WAIT`-based replica acknowledgement of a grant. */
+export interface ReplicaAckOptions {
+  /** Replicas that must have the lock before the grant counts. */
+  minReplicas: number;
+  /** How long (ms) `WAIT` may block for them. */
+  timeout: number;
+}
 
 /** Redlock mode: a lock needs a majority of independent Redis primaries. */
 export interface RedlockOptions {

@@ -1,13 +1,13 @@
 import { HttpException, type ArgumentsHost } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
-import { LockKeyError } from '../errors/lock-key.error';
-import { LockLostError } from '../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { RedisCommandError } from '../errors/redis-command.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
-import { failureStatus, publicMessage } from './lock-failure-answer';
+import { LockKeyError } from '../../errors/lock-key.error';
+import { LockLostError } from '../../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
+import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
+import { RedisCommandError } from '../../errors/redis-command.error';
+import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
+import type { LockFailure, ResolvedRedisLockOptions } from '../../options/redis-lock-options';
+import { failureStatus, publicMessage } from '../shared/lock-failure-answer';
 
 /**
  * Seconds a client is told to wait on a busy lock. The holder's PTTL is only an upper bound (a

@@ -1,8 +1,8 @@
-import { LockLostError } from '../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import { RedisCommandError } from '../errors/redis-command.error';
-import { publicMessage } from '../http/lock-failure-answer';
-import type { LockErrorDetails, LockFailure } from '../module/redis-lock-options';
+import { LockLostError } from '../../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
+import { RedisCommandError } from '../../errors/redis-command.error';
+import { publicMessage } from '../shared/lock-failure-answer';
+import type { LockErrorDetails, LockFailure } from '../../options/redis-lock-options';
 
 /**
  * What a microservice or WebSocket caller receives for a lock failure: plain data, since an Error

@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { LockLostError } from '../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import { messages } from '../errors/messages';
-import type { LockFailure } from '../module/redis-lock-options';
+import { LockLostError } from '../../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
+import { messages } from '../../errors/messages';
+import type { LockFailure } from '../../options/redis-lock-options';
 
 /**
  * `@EventPattern()` metadata of `@nestjs/microservices` (an optional peer, so read by name):

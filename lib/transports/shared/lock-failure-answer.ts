@@ -1,10 +1,10 @@
 import { HttpException, Logger, type ArgumentsHost, type LogLevel } from '@nestjs/common';
-import { LockKeyError } from '../errors/lock-key.error';
-import { LockLostError } from '../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { failureAnswered, publicMessages } from '../errors/messages';
-import type { LockFailure } from '../module/redis-lock-options';
+import { LockKeyError } from '../../errors/lock-key.error';
+import { LockLostError } from '../../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
+import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
+import { failureAnswered, publicMessages } from '../../errors/messages';
+import type { LockFailure } from '../../options/redis-lock-options';
 
 const logger = new Logger('RedisLock');
 

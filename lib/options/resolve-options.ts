@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS } from '../engine/clock';
+import { MAX_TIMER_MS } from '../util/clock';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { assertRedisUrl } from '../redis/redis-client';

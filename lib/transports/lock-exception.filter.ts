@@ -16,12 +16,12 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { messages, publicMessages } from '../errors/messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { LockService } from '../lock.service';
-import type { LockFailure, ResolvedRedisLockOptions } from '../module/redis-lock-options';
-import { resolveOptions } from '../module/resolve-options';
-import { toLockTransportError } from '../rpc/lock-transport-error';
-import { handlerName, httpAnswer, logLockFailure } from './lock-failure-answer';
-import { headersSent, toLockHttpException } from './lock-http-exception';
+import { LockService } from '../service/lock.service';
+import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
+import { resolveOptions } from '../options/resolve-options';
+import { toLockTransportError } from './messages/lock-transport-error';
+import { handlerName, httpAnswer, logLockFailure } from './shared/lock-failure-answer';
+import { headersSent, toLockHttpException } from './http/lock-http-exception';
 
 const logger = new Logger('RedisLock');
 

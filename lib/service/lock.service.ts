@@ -3,54 +3,24 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import type { LockHandle } from './engine/lock-handle';
-import { LockEngine } from './engine/lock-engine';
-import type { LockLostError } from './errors/lock-lost.error';
-import { LockNotAcquiredError } from './errors/lock-not-acquired.error';
-import { assertLockKey } from './keys/lock-keys';
-import { runLocked } from './locking/run-locked';
+import type { LockHandle } from '../engine/lock-handle';
+import { LockEngine } from '../engine/lock-engine';
+import type { LockLostError } from '../errors/lock-lost.error';
+import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { assertLockKey } from '../keys/lock-keys';
+import type { LockSource } from '../locking/lock-source';
+import { runLocked } from '../locking/run-locked';
+import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
 import type {
-  OnLostPolicy,
   RedisLockModuleOptions,
   ResolvedRedisLockOptions,
-} from './module/redis-lock-options';
+} from '../options/redis-lock-options';
 import {
   assertMaxHold,
   assertNonNegative,
   assertPositive,
   resolveOptions,
-} from './module/resolve-options';
-
-/** Options of one `acquire` / `tryAcquire` call; unset fields take the module defaults. */
-export interface AcquireOptions {
-  /** Lease length in ms (renewed every `ttl / 3` while held, unless `renew` is false). */
-  ttl?: number;
-  /** Wait budget in ms when the lock is busy, on a monotonic clock; 0 = fail at once. */
-  wait?: number;
-  /**
-   * Longest time in ms this lock may be held (counted from when the command that granted it was
-   * sent, a suspension of the host included); then it is released and its signal aborts with
-   * `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
-   * @default the module's `maxHold` (Infinity)
-   */
-  maxHold?: number;
-  /** Cancels the wait; the call rejects with `signal.reason`, and a late grant is released. */
-  signal?: AbortSignal;
-  /**
-   * Renew the lease in the background while held (watchdog). Turn off for a fixed lease that
-   * simply expires, e.g. a rate-limit style "at most once per ttl".
-   * @default true
-   */
-  renew?: boolean;
-}
-
-/** Options of `withLock`. */
-export interface WithLockOptions extends AcquireOptions {
-  /** When the lock was lost while `fn` ran: throw `LockLostError` after it settles, or log. */
-  onLost?: OnLostPolicy;
-  /** Re-use a lock on the same key already held by this async call chain. @default true */
-  reentrant?: boolean;
-}
+} from '../options/resolve-options';
 
 /** Listener of the `'lost'` event. */
 export type LockLostListener = (error: LockLostError, lock: LockHandle) => void;
@@ -60,7 +30,7 @@ export type LockLostListener = (error: LockLostError, lock: LockHandle) => void;
  * `new LockService({ redis: 'redis://…' })` (then call `close()` when done).
  */
 @Injectable()
-export class LockService implements BeforeApplicationShutdown, OnApplicationShutdown {
+export class LockService implements LockSource, BeforeApplicationShutdown, OnApplicationShutdown {
   /** The engine; not part of the public API. @internal */
   readonly engine: LockEngine;
 

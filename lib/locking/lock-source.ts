@@ -1,0 +1,20 @@
+import type { LockEngine } from '../engine/lock-engine';
+import type { LockHandle } from '../engine/lock-handle';
+import type { AcquireOptions } from '../options/lock-call-options';
+import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
+
+/**
+ * Where `runLocked` and `observeLocked` take locks from: the part of `LockService` they use,
+ * named here so the locking layer does not depend on the service built on top of it.
+ */
+export interface LockSource {
+  /** The module defaults a call falls back on (`wait`, `onBusy`, `onLost`, `reentrant`). */
+  readonly options: Pick<ResolvedRedisLockOptions, 'wait' | 'onBusy' | 'onLost' | 'reentrant'>;
+  /**
+   * The engine behind the locks: re-entrancy tells its holds apart from another source's by it,
+   * and keys a held lock by its Redis key.
+   */
+  readonly engine: Pick<LockEngine, 'keysOf'>;
+  /** Acquires `key`, or rejects with `LockNotAcquiredError` when the wait runs out. */
+  acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
+}
