@@ -93,6 +93,15 @@ describe('ReleaseNotifier (in-memory backend, fake timers)', () => {
     expect(woken).toBe(true);
   });
 
+  it('ends a sleep when its signal aborts, with the signal’s reason', async () => {
+    const waiter = await notifier.register(keys.channel, 1_000);
+    const abort = new AbortController();
+    const slept = waiter.sleep(60_000, abort.signal);
+    abort.abort(new Error('cancelled'));
+    await expect(slept).rejects.toThrow('cancelled');
+    expect(waiter.isSleeping).toBe(false);
+  });
+
   it('unsubscribes a channel when its last waiter leaves, and no message reaches it then', async () => {
     const first = await notifier.register(keys.channel, 1_000);
     const second = await notifier.register(keys.channel, 1_000);
@@ -193,6 +202,17 @@ describe('ReleaseNotifier (in-memory backend, fake timers)', () => {
       abort.abort(new Error('cancelled'));
       await expect(registered).rejects.toThrow('cancelled');
       expect(notifier.channelCount).toBe(0);
+    });
+
+    it('logs a failed subscription and keeps the waiter, which relies on its timer', async () => {
+      const warn = jest.fn();
+      notifier = new ReleaseNotifier(
+        () => ({ ...stuck(), subscribe: () => Promise.reject(new Error('NOPERM')) }),
+        { warn } as unknown as Logger,
+      );
+      await notifier.register(keys.channel, 1_000);
+      expect(warn).toHaveBeenCalledWith(expect.stringContaining('NOPERM'));
+      expect(notifier.channelCount).toBe(1);
     });
 
     it('opens no connection once closed: a waiter relies on its timer', async () => {
