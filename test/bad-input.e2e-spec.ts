@@ -1,18 +1,17 @@
 /**
- * Bad input fails early and clearly, with one error class per failure a user can act on: bad keys
- * and options are rejected before any Redis call, a malformed URL at construction, and an
- * unreachable Redis fails within the time budget instead of hanging.
+ * Bad input fails early and clearly, with one error class per failure a user can act on: bad
+ * keys and per-call options are rejected before any Redis call, an unknown module option fails
+ * the Nest bootstrap, and an unreachable Redis fails within the time budget instead of hanging.
+ * Option checks that need neither Redis nor an app are unit specs beside the option code.
  */
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
   LockKeyError,
   LockService,
-  Locked,
   RedisLockConfigError,
   RedisLockModule,
   RedisUnavailableError,
-  type LockedOptions,
   type RedisLockModuleOptions,
 } from 'nestjs-redis-lock';
 import Redis from 'ioredis';
@@ -117,42 +116,6 @@ describe('bad options', () => {
       expect(await lockCommandsRun()).toEqual([]);
     },
   );
-
-  it.each([
-    ['ttl', 0],
-    ['ttl', NaN],
-    ['wait', -1],
-    ['commandTimeout', 0],
-    ['prefix', ''],
-    ['startupCheck', 'loud'],
-    ['startupCheck', true],
-  ])('rejects %s = %p at construction with RedisLockConfigError', (name, value) => {
-    expect(() => new LockService({ redis: server.url, [name]: value })).toThrow(
-      RedisLockConfigError,
-    );
-  });
-
-  it.each([
-    ['replicaAck.timeout', { minReplicas: 1, timeout: 0.5 }],
-    ['replicaAck.timeout', { minReplicas: 1, timeout: 99.9 }],
-    ['replicaAck.minReplicas', { minReplicas: 1.5, timeout: 100 }],
-  ])(
-    'rejects a fractional %s at construction, not at every grant (WAIT takes integers)',
-    async (_, replicaAck) => {
-      let created: LockService | undefined;
-      expect(() => (created = new LockService({ redis: server.url, replicaAck }))).toThrow(
-        RedisLockConfigError,
-      );
-      await created?.close();
-    },
-  );
-
-  it.each(['redis//nope', 'http://127.0.0.1:6379', 'not a url', ''])(
-    'rejects the Redis URL %p at construction with RedisLockConfigError',
-    (url) => {
-      expect(() => new LockService({ redis: url })).toThrow(RedisLockConfigError);
-    },
-  );
 });
 
 describe('unknown options', () => {
@@ -177,17 +140,6 @@ describe('unknown options', () => {
     }
   }
 
-  it('refuses an unknown key in new LockService() and names the closest valid one', () => {
-    let error: unknown;
-    try {
-      services.create(loose({ keyPrefix: 'orders:' }));
-    } catch (thrown) {
-      error = thrown;
-    }
-    expect(error).toBeInstanceOf(RedisLockConfigError);
-    expect((error as Error).message).toMatch(/`keyPrefix`.*did you mean `prefix`\?/);
-  });
-
   it('fails the bootstrap of forRoot() with an unknown key', async () => {
     const error = await bootstrapFailure(
       RedisLockModule.forRoot(loose({ redis: server.url, keyPrefix: 'orders:' })),
@@ -210,39 +162,6 @@ describe('unknown options', () => {
     expect(
       await bootstrapFailure(RedisLockModule.forRoot({ redis: server.url, isGlobal: false })),
     ).toBeUndefined();
-  });
-
-  it('refuses unknown keys inside redlock, replicaAck and cluster', () => {
-    const nodes = [server.url, server.url, server.url];
-    for (const [options, hint] of [
-      [{ redlock: { nodes, nodeTimout: 100 } }, 'nodeTimeout'],
-      [
-        { redis: server.url, replicaAck: { minReplicas: 1, timeout: 10, replicas: 1 } },
-        'minReplicas',
-      ],
-      [{ cluster: { nodes: [{ port: 1 }], option: {} } }, 'options'],
-    ] as const) {
-      expect(() => services.create(loose(options))).toThrow(
-        new RegExp(`did you mean \`${hint}\`\\?`),
-      );
-    }
-  });
-
-  it('lists the valid options when no name is close', () => {
-    expect(() => services.create(loose({ colour: 'blue' }))).toThrow(
-      /`colour` is not an option.*\bprefix\b.*\bcommandTimeout\b/s,
-    );
-  });
-
-  it('refuses an unknown @Locked option at class definition, naming the method', () => {
-    const options = { wiat: 1_000 } as LockedOptions;
-    expect(() => {
-      class Orders {
-        @Locked('order', options)
-        async create(): Promise<void> {}
-      }
-      return Orders;
-    }).toThrow(/Orders\.create.*`wiat`.*did you mean `wait`\?/);
   });
 });
 

@@ -6,7 +6,7 @@ import type { RedisClient, RedisCommander } from '../redis/redis-client';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { raiseFenceScript } from '../lua/raise-fence.script';
 import { redlockRenewScript } from '../lua/redlock-renew.script';
-import type { RenewableLease } from './lock-backend';
+import type { LockBackend, RenewableLease } from './lock-backend';
 import type { RedisBackend } from './redis.backend';
 
 /** Leases per renewal command, as on one Redis. */
@@ -24,6 +24,23 @@ export interface NodeGrant {
 export type NodeRenewal = 0 | 1 | 2;
 
 /**
+ * What the Redlock backend asks of each node of its quorum (an interface, so that specs can give it
+ * nodes of their own).
+ */
+export interface QuorumNode {
+  /** The node's single-Redis operations. */
+  readonly backend: Pick<
+    LockBackend,
+    'extend' | 'release' | 'forceRelease' | 'isLocked' | 'createPubSub' | 'close'
+  >;
+  acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<NodeGrant>;
+  renew(leases: readonly RenewableLease[]): Promise<NodeRenewal[]>;
+  raiseFence(keys: LockRedisKeys, token: string, fence: number): Promise<boolean>;
+  /** Takes back what the node added to its client. */
+  detach(): void;
+}
+
+/**
  * One independent primary of a Redlock quorum: the single-Redis operations, plus Redlock's own —
  * renewal with repair, the fence write-back — and whether its grants may vote yet.
  *
@@ -33,7 +50,7 @@ export type NodeRenewal = 0 | 1 | 2;
  * always drops the connection, so between a `close` and that answer the node's state is unknown,
  * and a grant it makes meanwhile waits for the answer before it is counted.
  */
-export class RedlockNode {
+export class RedlockNode implements QuorumNode {
   private readonly logger = new Logger('RedisLock');
   /** Monotonic time from which this node's grants vote; pending while unknown. */
   private votesFrom: Promise<number> = Promise.resolve(-Infinity);

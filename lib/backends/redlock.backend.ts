@@ -5,7 +5,7 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 import { combineReleasePubSubs, type ReleasePubSub } from '../redis/release-pubsub';
 import { withTimeout } from '../util/with-timeout';
 import type { LockBackend, RenewableLease } from './lock-backend';
-import type { NodeGrant, NodeRenewal, RedlockNode } from './redlock-node';
+import type { NodeGrant, NodeRenewal, QuorumNode } from './redlock-node';
 
 /**
  * Redlock over N independent primaries: a grant needs a quorum (N/2+1) of nodes that may vote AND
@@ -26,7 +26,7 @@ export class RedlockBackend implements LockBackend {
   private readonly logger = new Logger('RedisLock');
 
   constructor(
-    private readonly nodes: RedlockNode[],
+    private readonly nodes: readonly QuorumNode[],
     private readonly nodeTimeout: number,
     private readonly driftFactor: number,
     /** The default lease, checked at startup against `nodeTimeout` and the drift. */
@@ -183,7 +183,7 @@ export class RedlockBackend implements LockBackend {
 
   /** Runs `operation` on all nodes in parallel; a node that fails or is slow answers `undefined`. */
   private onEveryNode<T>(
-    operation: (node: RedlockNode, index: number) => Promise<T>,
+    operation: (node: QuorumNode, index: number) => Promise<T>,
   ): Promise<(T | undefined)[]> {
     return Promise.all(
       this.nodes.map((node, i) =>

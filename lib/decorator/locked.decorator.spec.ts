@@ -25,6 +25,17 @@ describe('@Locked at decoration time', () => {
       expect(() => Locked('k', options)).toThrow(RedisLockConfigError);
     });
 
+    it('refuses an unknown option at class definition, naming the method', () => {
+      const options = { wiat: 1_000 } as LockedOptions;
+      expect(() => {
+        class Orders {
+          @Locked('order', options)
+          async create(): Promise<void> {}
+        }
+        return Orders;
+      }).toThrow(/Orders\.create.*`wiat`.*did you mean `wait`\?/);
+    });
+
     it('names the option and the expected value', () => {
       expect(() => Locked('k', { ttl: -1 })).toThrow(
         'Lock option `ttl` is -1; expected a number > 0 and <= 2147483647 (ms).',

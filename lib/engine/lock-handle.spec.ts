@@ -1,8 +1,10 @@
 import type { Logger } from '@nestjs/common';
 import { ReplyError } from 'ioredis';
+import { MemoryLockBackend } from '../backends/memory.backend';
 import { LockLostError } from '../errors/lock-lost.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { LockRedisKeys } from '../keys/lock-keys';
+import { RedisLockError } from '../errors/redis-lock.error';
+import { LockRedisKeys, lockRedisKeys } from '../keys/lock-keys';
 import { useClockSource } from '../util/clock';
 import { HeldLock, type LockOperations } from './lock-handle';
 import { Watchdog } from './watchdog';
@@ -226,5 +228,155 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     await jest.advanceTimersByTimeAsync(1_000);
     expect(lost.map((error) => error.reason)).toEqual(['max-hold']);
     expect(lock.isHeld).toBe(false);
+  });
+});
+
+describe('HeldLock on the in-memory backend (fake timers)', () => {
+  let backend: MemoryLockBackend;
+  let lost: LockLostError[];
+  let releases: number;
+  let extensions: number;
+  let watchdog: Watchdog;
+  let operations: LockOperations;
+  const keys = lockRedisKeys('lock:', 'k');
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    useClockSource({ monotonic: () => Date.now(), wall: () => Date.now() });
+    backend = new MemoryLockBackend({ now: () => Date.now() });
+    lost = [];
+    releases = 0;
+    extensions = 0;
+    watchdog = new Watchdog((locks) => backend.renewMany(locks), silent);
+    operations = {
+      extendLease: (lock, ms) => {
+        extensions++;
+        return backend.extend(lock.redisKeys, lock.token, ms);
+      },
+      releaseLease: (lock) => {
+        releases++;
+        return backend.release(lock.redisKeys, lock.token);
+      },
+      untrack: (lock) => watchdog.remove(lock),
+      drift: () => 10,
+      reportLost: (_lock, error) => void lost.push(error),
+      rescheduled: (lock) => watchdog.reschedule(lock),
+    };
+  });
+
+  afterEach(() => {
+    watchdog.stop();
+    jest.useRealTimers();
+    useClockSource();
+  });
+
+  async function hold(lease = 600, renews = true): Promise<HeldLock> {
+    const startedAt = Date.now();
+    const fence = await backend.acquire(keys, 'mine', lease);
+    const lock = new HeldLock(operations, 'k', keys, 'mine', fence, lease, startedAt, {});
+    lock.renews = renews;
+    watchdog.add(lock);
+    return lock;
+  }
+
+  it('counts its deadline from when the grant was sent, less the drift margin', async () => {
+    const lock = await hold(600);
+    expect(lock.validUntil).toBe(Date.now() + 600 - 10);
+    expect(lock.fence).toBeGreaterThan(0);
+  });
+
+  it('releases once: true while ours, the same answer again, and one command only', async () => {
+    const lock = await hold();
+    expect(await lock.release()).toBe(true);
+    expect(await lock.release()).toBe(true);
+    expect(releases).toBe(1);
+    expect(lock.isHeld).toBe(false);
+    expect(lost).toEqual([]);
+    expect(lock.signal.aborted).toBe(false);
+    expect(backend.holder(keys)).toBeUndefined();
+  });
+
+  it('answers false to release() when the key was taken away, and reports the loss (not-owner)', async () => {
+    const lock = await hold();
+    await backend.forceRelease(keys);
+    await backend.acquire(keys, 'someone else', 600);
+    expect(await lock.release()).toBe(false);
+    expect(lost.map((error) => error.reason)).toEqual(['not-owner']);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect(backend.holder(keys)).toBe('someone else'); // untouched
+  });
+
+  it('answers false to a release after its local deadline, even when Redis still had the key', async () => {
+    const lock = await hold(600, false);
+    jest.setSystemTime(Date.now() + 595); // past the deadline (590), the key lives to 600
+    expect(await lock.release()).toBe(false);
+    expect(lost.map((error) => error.reason)).toEqual(['deadline']);
+    expect(backend.holder(keys)).toBeUndefined();
+  });
+
+  it('aborts the signal at the deadline on reading it, before any timer fired', async () => {
+    const lock = await hold(600, false);
+    const signal = lock.signal;
+    jest.setSystemTime(Date.now() + 590); // the timers have not run
+    expect(lock.signal).toBe(signal);
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as LockLostError).reason).toBe('deadline');
+  });
+
+  it('frees the key when a renewing lock hits its deadline, but not one that does not renew', async () => {
+    const renewing = await hold(600, true);
+    watchdog.stop(); // no renewal comes: the deadline passes
+    jest.setSystemTime(Date.now() + 590);
+    expect(renewing.isHeld).toBe(false);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(releases).toBe(1);
+    expect(backend.holder(keys)).toBeUndefined();
+
+    const other = lockRedisKeys('lock:', 'other');
+    await backend.acquire(other, 'mine', 600);
+    const passive = new HeldLock(operations, 'other', other, 'mine', 1, 600, Date.now(), {});
+    passive.renews = false;
+    jest.setSystemTime(Date.now() + 590);
+    expect(passive.isHeld).toBe(false);
+    expect(releases).toBe(1);
+  });
+
+  it('rejects extend() with LockLostError (not-owner) when the key is not ours any more', async () => {
+    const lock = await hold();
+    await backend.forceRelease(keys);
+    const error = await lock.extend(1_000).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(LockLostError);
+    expect((error as LockLostError).reason).toBe('not-owner');
+    expect(lost).toHaveLength(1);
+  });
+
+  it('rejects extend() after release() without sending anything', async () => {
+    const lock = await hold();
+    await lock.release();
+    await expect(lock.extend(1_000)).rejects.toThrow(RedisLockError);
+    await expect(lock.extend(1_000)).rejects.not.toThrow(LockLostError);
+    expect(extensions).toBe(0);
+  });
+
+  it('extends the lease in Redis and its deadline here, and the watchdog keeps the new length', async () => {
+    const lock = await hold(600);
+    await lock.extend(3_000);
+    expect(backend.pttl(keys)).toBe(3_000);
+    expect(lock.validUntil).toBe(Date.now() + 3_000 - 10);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(backend.pttl(keys)).toBe(3_000); // renewed at a third of the new lease, to all of it
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(lock.isHeld).toBe(true);
+  });
+
+  it('reports a loss once, however it is seen again', async () => {
+    const lock = await hold(600, false);
+    jest.setSystemTime(Date.now() + 600);
+    expect(lock.isHeld).toBe(false);
+    expect(lock.expireIfDue()).toBe(true);
+    lock.lose('not-owner');
+    await lock.release();
+    expect(lost.map((error) => error.reason)).toEqual(['deadline']);
   });
 });

@@ -1,0 +1,118 @@
+import type { LockRedisKeys } from '../keys/lock-keys';
+
+/** A value with a deadline on the keyspace's clock (`Infinity`: none). */
+interface Expiring {
+  expiresAt: number;
+}
+export interface Lease extends Expiring {
+  token: string;
+}
+interface Counter extends Expiring {
+  value: number;
+}
+/** Fair mode: one queued waiter — when its entry lapses, and the lease a hand-off gives it. */
+export interface WaiterEntry {
+  expiresAt: number;
+  lease: number;
+}
+/** Fair mode: the waiters of one lock in arrival order (a Map keeps insertion order). */
+export interface Queue extends Expiring {
+  waiters: Map<string, WaiterEntry>;
+}
+
+const notWholeMs = (): Error => new Error('ERR value is not an integer or out of range');
+
+/**
+ * The keys of the in-memory backend, with Redis' expiry: a key lives through the millisecond in
+ * which its PTTL reaches 0 and is gone after it (deleted when next looked at).
+ */
+export class MemoryKeyspace {
+  private readonly locks = new Map<string, Lease>();
+  private readonly counters = new Map<string, Counter>();
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(
+    readonly now: () => number,
+    private readonly fenceRetention: number,
+  ) {}
+
+  lease(keys: LockRedisKeys): Lease | undefined {
+    return this.live(this.locks, keys.lock);
+  }
+
+  deleteLease(keys: LockRedisKeys): void {
+    this.locks.delete(keys.lock);
+  }
+
+  /** The fence counter as it stands (0 when it lapsed or never existed). */
+  fence(keys: LockRedisKeys): number {
+    return this.live(this.counters, keys.fence)?.value ?? 0;
+  }
+
+  /** PTTL: whole ms left, 0 in the last one. */
+  pttlOf(entry: Expiring): number {
+    return Math.max(0, Math.ceil(entry.expiresAt - this.now()));
+  }
+
+  /** `SET <lock> <token> PX <ms>`. */
+  setLease(keys: LockRedisKeys, token: string, ms: number): void {
+    if (!Number.isInteger(ms) || ms <= 0) throw notWholeMs();
+    this.locks.set(keys.lock, { token, expiresAt: this.now() + ms });
+  }
+
+  /** Compare-and-pexpire of the lock and its counter (which follows the lease). */
+  pexpireIfOurs(keys: LockRedisKeys, token: string, ms: number): boolean {
+    const lease = this.lease(keys);
+    if (lease?.token !== token) return false;
+    if (!Number.isInteger(ms) || ms <= 0) throw notWholeMs();
+    const counter = this.live(this.counters, keys.fence);
+    if (counter) counter.expiresAt = this.now() + ms + this.fenceRetention;
+    lease.expiresAt = this.now() + ms;
+    return true;
+  }
+
+  /**
+   * The next fence of a grant with a lease of `lease` ms, which the counter outlives by the
+   * retention. A new counter starts from the clock in µs, above the fences handed out before.
+   */
+  nextFence(keys: LockRedisKeys, lease: number): number {
+    const counter = this.live(this.counters, keys.fence);
+    const fence = counter ? counter.value + 1 : Math.max(1, Math.floor(this.now() * 1_000));
+    const expiresAt = this.now() + lease + this.fenceRetention;
+    this.counters.set(keys.fence, { value: fence, expiresAt });
+    return fence;
+  }
+
+  queue(keys: LockRedisKeys): Queue | undefined {
+    return this.live(this.queues, keys.queue);
+  }
+
+  /** Joins the queue (or refreshes its entry); the queue lives as long as its last entry may. */
+  enqueue(keys: LockRedisKeys, token: string, ttl: number, waiterTtl: number): void {
+    const now = this.now();
+    let waiting = this.queue(keys);
+    if (!waiting) {
+      waiting = { waiters: new Map(), expiresAt: Infinity };
+      this.queues.set(keys.queue, waiting);
+    }
+    waiting.waiters.set(token, { expiresAt: now + waiterTtl, lease: Math.min(ttl, waiterTtl) });
+    if (waiting.expiresAt === Infinity || this.pttlOf(waiting) < waiterTtl) {
+      waiting.expiresAt = now + waiterTtl;
+    }
+  }
+
+  /** Redis deletes an emptied ZSET or HASH. */
+  dropQueueIfEmpty(keys: LockRedisKeys): void {
+    if (this.queues.get(keys.queue)?.waiters.size === 0) this.queues.delete(keys.queue);
+  }
+
+  /** The entry under `key` if it has not expired; an expired one is deleted on the way. */
+  private live<T extends Expiring>(map: Map<string, T>, key: string): T | undefined {
+    const entry = map.get(key);
+    if (entry && this.now() > entry.expiresAt) {
+      map.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+}

@@ -1,0 +1,199 @@
+import { clockDrift } from '../util/clock';
+import type { LockRedisKeys } from '../keys/lock-keys';
+import type { FairAcquireReply, LockBackend, RenewableLease } from './lock-backend';
+import type { ReleasePubSub } from '../redis/release-pubsub';
+import { MemoryKeyspace } from './memory-keyspace';
+import { MemoryPubSubHub } from './memory-pubsub';
+
+/** Options of a {@link MemoryLockBackend}. */
+export interface MemoryLockBackendOptions {
+  /**
+   * Milliseconds now, never stepping back: the server's clock, which every expiry is counted on.
+   * Default: `performance.now()`, read at each call — so Jest's fake timers, which replace the
+   * global `performance`, drive expiry with `jest.advanceTimersByTime()`.
+   */
+  now?: () => number;
+  /** How long (ms) a fence counter outlives its lock's lease, as the option `fenceRetention`. */
+  fenceRetention?: number;
+}
+
+/**
+ * Locks in this process's memory, for tests: the {@link LockBackend} contract of one Redis, with
+ * the same replies and the same release messages as the Lua scripts the real backend runs.
+ *
+ * What it models: a lease per lock (token + expiry), compare-and-pexpire renewal and extension,
+ * compare-and-delete release, the fence counter (counting up while it lives, outliving each lease
+ * by `fenceRetention`, and restarting from the clock in µs once it lapsed), the busy reply
+ * -(holder's PTTL), fair mode's queue (waiter entries that lapse after `waiterTtl`, a free lock
+ * reserved for the head of the queue, hand-off on release), and pub/sub: a release publishes the
+ * releasing token, a forced release '1', a hand-off `grant:<token>:<fence>`, on the lock's
+ * channel, to the subscribers of `createPubSub()`. Expiry follows Redis: a key lives through the
+ * millisecond in which its PTTL reaches 0, and is gone after it. Each command is atomic: it runs
+ * when called, and its reply arrives asynchronously.
+ *
+ * What it does not model: more than one node (no replication, failover, Cluster slots or Redlock
+ * quorum), a network (no latency, lost replies, re-sent commands or connection errors), memory
+ * limits, persistence, or `keyPrefix`. A lease must be a whole number of ms > 0, as Redis demands.
+ * Nothing happens at import, and it needs no Redis.
+ */
+export class MemoryLockBackend implements LockBackend {
+  private readonly keys: MemoryKeyspace;
+  private readonly hub = new MemoryPubSubHub();
+  private closed = false;
+
+  constructor(options: MemoryLockBackendOptions = {}) {
+    this.keys = new MemoryKeyspace(
+      options.now ?? (() => performance.now()),
+      options.fenceRetention ?? 60_000,
+    );
+  }
+
+  acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
+    return this.command(() => {
+      const holder = this.keys.lease(keys);
+      if (!holder) {
+        this.keys.setLease(keys, token, ttl);
+        return this.keys.nextFence(keys, ttl);
+      }
+      // Our own grant, asked again: the fence it got (the counter cannot have moved since).
+      if (holder.token === token) return this.keys.fence(keys);
+      const pttl = this.keys.pttlOf(holder);
+      return pttl > 0 ? -pttl : 0;
+    });
+  }
+
+  extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    return this.command(() => this.keys.pexpireIfOurs(keys, token, ms));
+  }
+
+  renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
+    return this.command(() =>
+      leases.map((l) => this.keys.pexpireIfOurs(l.redisKeys, l.token, Math.ceil(l.lease))),
+    );
+  }
+
+  release(keys: LockRedisKeys, token: string): Promise<boolean> {
+    return this.command(() => {
+      if (this.keys.lease(keys)?.token !== token) return false;
+      this.keys.deleteLease(keys);
+      this.hub.publish(keys.channel, token);
+      return true;
+    });
+  }
+
+  fairAcquire(
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    waiterTtl: number,
+  ): Promise<FairAcquireReply> {
+    return this.command((): FairAcquireReply => {
+      const now = this.keys.now();
+      const waiting = this.keys.queue(keys);
+      // Drop waiters at the head that stopped refreshing their entry (crashed, or left silently).
+      for (const [waiter, entry] of waiting?.waiters ?? []) {
+        if (entry.expiresAt > now) break;
+        waiting?.waiters.delete(waiter);
+      }
+      const holder = this.keys.lease(keys);
+      if (holder?.token === token) {
+        return { ours: this.keys.fence(keys), pttl: this.keys.pttlOf(holder) };
+      }
+      const [head, headEntry] = waiting?.waiters.entries().next().value ?? [];
+      if (!holder && (head === undefined || head === token)) {
+        this.keys.setLease(keys, token, ttl);
+        waiting?.waiters.delete(token);
+        this.keys.dropQueueIfEmpty(keys);
+        return { granted: this.keys.nextFence(keys, ttl) };
+      }
+      // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
+      const retry = holder ? this.keys.pttlOf(holder) : (headEntry?.expiresAt ?? now) - now;
+      if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl);
+      this.keys.dropQueueIfEmpty(keys);
+      return { busy: Math.max(0, retry), fence: this.keys.fence(keys) };
+    });
+  }
+
+  fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
+    return this.command(() => {
+      const waiting = this.keys.queue(keys);
+      waiting?.waiters.delete(token);
+      if (this.keys.lease(keys)?.token !== token) {
+        this.keys.dropQueueIfEmpty(keys);
+        return false;
+      }
+      this.keys.deleteLease(keys);
+      const now = this.keys.now();
+      for (const [head, entry] of waiting?.waiters ?? []) {
+        waiting?.waiters.delete(head);
+        if (entry.expiresAt <= now) continue; // lapsed: passed over
+        // No longer than the entry would have lived: a waiter that died since its last refresh
+        // holds the lock up for one entry lifetime at most.
+        const handoff = Math.max(1, Math.floor(Math.min(entry.lease, entry.expiresAt - now)));
+        this.keys.setLease(keys, head, handoff);
+        const fence = this.keys.nextFence(keys, handoff);
+        this.keys.dropQueueIfEmpty(keys);
+        this.hub.publish(keys.channel, `grant:${head}:${fence}`);
+        return true;
+      }
+      this.keys.dropQueueIfEmpty(keys);
+      this.hub.publish(keys.channel, token);
+      return true;
+    });
+  }
+
+  forceRelease(keys: LockRedisKeys): Promise<boolean> {
+    return this.command(() => {
+      if (!this.keys.lease(keys)) return false;
+      this.keys.deleteLease(keys);
+      this.hub.publish(keys.channel, '1');
+      return true;
+    });
+  }
+
+  isLocked(keys: LockRedisKeys): Promise<boolean> {
+    return this.command(() => this.keys.lease(keys) !== undefined);
+  }
+
+  createPubSub(): ReleasePubSub {
+    return this.hub.connect();
+  }
+
+  drift(ttl: number): number {
+    return clockDrift(ttl);
+  }
+
+  /** Refuses every later command, as a closed connection would. */
+  close(): Promise<void> {
+    this.closed = true;
+    return Promise.resolve();
+  }
+
+  /** The token holding the lock now, if any (what `GET <lock>` would answer). */
+  holder(keys: LockRedisKeys): string | undefined {
+    return this.keys.lease(keys)?.token;
+  }
+
+  /** The lock's PTTL as Redis answers it: ms left, or -2 when it is not held. */
+  pttl(keys: LockRedisKeys): number {
+    const lease = this.keys.lease(keys);
+    return lease ? this.keys.pttlOf(lease) : -2;
+  }
+
+  /** Fair mode: the queued waiters' tokens, first come first. */
+  queued(keys: LockRedisKeys): string[] {
+    return [...(this.keys.queue(keys)?.waiters.keys() ?? [])];
+  }
+
+  /** How many subscribers listen on `channel` now. */
+  subscriberCount(channel: string): number {
+    return this.hub.subscriberCount(channel);
+  }
+
+  /** Runs `body` atomically now; its answer (or error) arrives as a reply does, asynchronously. */
+  private command<T>(body: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('Connection is closed.'));
+    return new Promise<T>((resolve) => resolve(body()));
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The in-memory backend answers as the Redis one does: the same scenarios run on both, on the
+ * shared Redis and in memory, and must leave the same transcript — replies, fences relative to the
+ * first one, and the release messages heard (tokens, '1' for a forced release, fair hand-offs).
+ * Times are real on both sides, so a PTTL is checked against a range, not compared.
+ */
+import { RedisBackend } from '../lib/backends/redis.backend';
+import type { LockBackend } from '../lib/backends/lock-backend';
+import { MemoryLockBackend } from '../lib/backends/memory.backend';
+import { lockRedisKeys, type LockRedisKeys } from '../lib/keys/lock-keys';
+import { onSharedRedis } from './support/lock-services';
+import { sleep, waitFor } from './support/time';
+
+const shared = onSharedRedis('memory-contract');
+
+/** What one run of a scenario saw, normalized to compare across backends. */
+class Transcript {
+  readonly lines: unknown[] = [];
+  readonly heard: string[] = [];
+  private base?: number;
+
+  /** A fence, as its distance from the first fence of the scenario. */
+  fence(value: number): string {
+    this.base ??= value;
+    return `fence+${value - this.base}`;
+  }
+
+  /** A PTTL that must lie in [low, high] ms. */
+  pttl(value: number, low: number, high: number): string {
+    return value >= low && value <= high ? `pttl in [${low}, ${high}]` : `pttl ${value}`;
+  }
+
+  log(line: unknown): void {
+    this.lines.push(line);
+  }
+}
+
+type Scenario = (backend: LockBackend, keys: LockRedisKeys, t: Transcript) => Promise<void>;
+
+/** Runs `scenario` on `backend`, listening to its lock's channel; resolves the transcript. */
+async function run(backend: LockBackend, name: string, scenario: Scenario): Promise<Transcript> {
+  const keys = lockRedisKeys(shared.prefix, name);
+  const transcript = new Transcript();
+  const pubsub = backend.createPubSub();
+  pubsub.onMessage((channel, message) => {
+    if (channel === keys.channel) transcript.heard.push(message);
+  });
+  await pubsub.subscribe(keys.channel);
+  try {
+    await scenario(backend, keys, transcript);
+    await sleep(50); // let the last messages arrive
+  } finally {
+    pubsub.close();
+  }
+  // Fences in messages are compared the same way as fences in replies.
+  const heard = transcript.heard.map((message) =>
+    message.replace(/^grant:(.*):(\d+)$/, (_, token: string, fence: string) => {
+      return `grant:${token}:${transcript.fence(Number(fence))}`;
+    }),
+  );
+  transcript.heard.splice(0, transcript.heard.length, ...heard);
+  return transcript;
+}
+
+async function onBoth(name: string, scenario: Scenario): Promise<void> {
+  const redis = new RedisBackend({ client: shared.redis, owned: false }, 1_000, 60_000);
+  const memory = new MemoryLockBackend({ fenceRetention: 60_000 });
+  try {
+    const onRedis = await run(redis, `${name}-redis`, scenario);
+    const inMemory = await run(memory, `${name}-memory`, scenario);
+    expect(inMemory.lines).toEqual(onRedis.lines);
+    expect(inMemory.heard).toEqual(onRedis.heard);
+  } finally {
+    await redis.close();
+    await memory.close();
+  }
+}
+
+it('grants, refuses, renews, releases and force-releases alike', async () => {
+  await onBoth('plain', async (backend, keys, t) => {
+    t.log(t.fence(await backend.acquire(keys, 'a', 2_000)));
+    t.log(t.pttl(-(await backend.acquire(keys, 'b', 2_000)), 1_500, 2_000));
+    t.log(t.fence(await backend.acquire(keys, 'a', 2_000))); // a re-sent grant
+    t.log(await backend.extend(keys, 'b', 5_000));
+    t.log(await backend.extend(keys, 'a', 5_000));
+    t.log(t.pttl(-(await backend.acquire(keys, 'b', 2_000)), 4_500, 5_000));
+    const other = { redisKeys: keys, token: 'b', lease: 5_000, fence: 1 };
+    const ours = { redisKeys: keys, token: 'a', lease: 5_000.5, fence: 1 };
+    t.log(await backend.renewMany([ours, other]));
+    t.log(await backend.release(keys, 'b'));
+    t.log(await backend.release(keys, 'a'));
+    t.log(await backend.release(keys, 'a'));
+    t.log(t.fence(await backend.acquire(keys, 'b', 2_000)));
+    t.log(await backend.isLocked(keys));
+    t.log(await backend.forceRelease(keys));
+    t.log(await backend.forceRelease(keys));
+    t.log(await backend.isLocked(keys));
+    await waitFor(() => t.heard.length === 2);
+  });
+});
+
+it('lets a lease run out, and keeps counting fences after it', async () => {
+  await onBoth('expiry', async (backend, keys, t) => {
+    t.log(t.fence(await backend.acquire(keys, 'a', 50)));
+    await sleep(100);
+    t.log(await backend.isLocked(keys));
+    t.log(await backend.extend(keys, 'a', 1_000));
+    t.log(t.fence(await backend.acquire(keys, 'b', 1_000)));
+    t.log(await backend.release(keys, 'a'));
+  });
+});
+
+it('queues, hands over and leaves the fair queue alike', async () => {
+  await onBoth('fair', async (backend, keys, t) => {
+    const fair = (token: string, queue = true) =>
+      backend.fairAcquire!(keys, token, 5_000, queue, 1_000);
+    const reply = async (token: string, queue = true): Promise<unknown> => {
+      const answer = await fair(token, queue);
+      if ('granted' in answer) return { granted: t.fence(answer.granted) };
+      if ('ours' in answer) return { ours: t.fence(answer.ours), ...pttl(answer.pttl, 500, 1_000) };
+      return { ...pttl(answer.busy, 4_500, 5_000), fence: t.fence(answer.fence) };
+    };
+    const pttl = (value: number, low: number, high: number) => ({ ms: t.pttl(value, low, high) });
+    t.log(await reply('a'));
+    t.log(await reply('b'));
+    t.log(await reply('c'));
+    t.log(await reply('d', false));
+    t.log(await backend.fairRelease!(keys, 'a'));
+    await waitFor(() => t.heard.length === 1);
+    t.log(await reply('b'));
+    t.log(await backend.fairRelease!(keys, 'c')); // leaves the queue without holding
+    t.log(await backend.fairRelease!(keys, 'b')); // nobody left: freed, the token published
+    t.log(await backend.isLocked(keys));
+    t.log(await reply('d', false));
+    t.log(await backend.fairRelease!(keys, 'd'));
+    await waitFor(() => t.heard.length === 3);
+  });
+});
