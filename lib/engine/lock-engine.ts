@@ -12,6 +12,7 @@ import type { ConnectionWatch } from '../redis/connection-watch';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
+import { retryPause } from './backoff';
 import { monotonicNow, newToken } from './clock';
 import { emitLost } from './emit-lost';
 import { extendUnseen } from './extend-unseen';
@@ -121,7 +122,7 @@ export class LockEngine implements LockOperations {
         // Never connected, or turned away for good (credentials): waiting will not help.
         if (this.connections.unavailable()) throw error;
         unavailable = error;
-        return Math.min(50 * 2 ** failures++, 1_000);
+        return retryPause(failures++);
       }
     };
     /** Fair mode: leave the queue on the way out, unless we hold the lock or never queued. */
