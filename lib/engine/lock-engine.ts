@@ -17,7 +17,8 @@ import { monotonicNow, newToken } from './clock';
 import { emitLost } from './emit-lost';
 import { extendUnseen } from './extend-unseen';
 import { FairCall } from './fair-call';
-import { HeldLock, type LockHandle, type LockOperations } from './lock-handle';
+import { HeldLock } from './held-lock';
+import type { LockHandle, LockOperations } from './lock-handle';
 import { ReleaseNotifier, type Waiter } from './release-notifier';
 import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
@@ -345,7 +346,16 @@ export class LockEngine implements LockOperations {
       this.cleanUp(this.backend.release(keys, token));
       throw new LockServiceClosedError(messages.shuttingDown());
     }
-    const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
+    const lock = new HeldLock({
+      operations: this,
+      key: request.key,
+      redisKeys: keys,
+      token,
+      fence,
+      lease: request.ttl,
+      startedAt: sentAt,
+      owner: this,
+    });
     return this.track(lock, request);
   }
 
@@ -378,30 +388,30 @@ export class LockEngine implements LockOperations {
     }
     if (this.closing) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
     if ('granted' in reply) {
-      const lock = new HeldLock(
-        this,
-        request.key,
-        keys,
-        fair.token,
-        reply.granted,
-        request.ttl,
-        sentAt,
-        this,
-      );
+      const lock = new HeldLock({
+        operations: this,
+        key: request.key,
+        redisKeys: keys,
+        token: fair.token,
+        fence: reply.granted,
+        lease: request.ttl,
+        startedAt: sentAt,
+        owner: this,
+      });
       return this.track(lock, request);
     }
     // Already ours: handed over by a release whose message we missed. Its lease ends `pttl`
     // after this try ran, which was after we sent it.
-    const lock = new HeldLock(
-      this,
-      request.key,
-      keys,
-      fair.token,
-      reply.ours,
-      request.ttl,
-      sentAt,
-      this,
-    );
+    const lock = new HeldLock({
+      operations: this,
+      key: request.key,
+      redisKeys: keys,
+      token: fair.token,
+      fence: reply.ours,
+      lease: request.ttl,
+      startedAt: sentAt,
+      owner: this,
+    });
     lock.validUntil = sentAt + reply.pttl - this.drift(reply.pttl);
     return this.adopt(lock, request);
   }
@@ -420,16 +430,16 @@ export class LockEngine implements LockOperations {
     // The call leaves the queue on its way out, which hands the lock on to the next in line.
     if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
     const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
-    const lock = new HeldLock(
-      this,
-      request.key,
-      keys,
-      fair.token,
+    const lock = new HeldLock({
+      operations: this,
+      key: request.key,
+      redisKeys: keys,
+      token: fair.token,
       fence,
-      request.ttl,
-      fair.queuedSince,
-      this,
-    );
+      lease: request.ttl,
+      startedAt: fair.queuedSince,
+      owner: this,
+    });
     lock.validUntil = fair.queuedSince + lease - this.drift(lease);
     return this.adopt(lock, request);
   }

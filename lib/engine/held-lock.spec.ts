@@ -4,7 +4,8 @@ import { LockLostError } from '../errors/lock-lost.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { LockRedisKeys } from '../keys/lock-keys';
 import { useClockSource } from './clock';
-import { HeldLock, type LockOperations } from './lock-handle';
+import { HeldLock } from './held-lock';
+import type { LockOperations } from './lock-handle';
 import { Watchdog } from './watchdog';
 
 /** A command the test answers when it chooses. */
@@ -53,16 +54,16 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
   });
 
   function hold(lease = 600, key = 'k'): HeldLock {
-    const lock = new HeldLock(
+    const lock = new HeldLock({
       operations,
       key,
-      new LockRedisKeys(`lock:{${key}}`),
-      'token',
-      1,
+      redisKeys: new LockRedisKeys(`lock:{${key}}`),
+      token: 'token',
+      fence: 1,
       lease,
-      Date.now(),
-      {},
-    );
+      startedAt: Date.now(),
+      owner: {},
+    });
     watchdog.add(lock);
     return lock;
   }
