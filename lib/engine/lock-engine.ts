@@ -3,17 +3,16 @@ import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { RedisLockError } from '../errors/redis-lock.error';
-import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../module/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
-import { finalReplyErrorCode } from '../redis/reply-error';
 import { createBackend } from '../backends/create-backend';
 import type { LockBackend } from '../backends/lock-backend';
+import { BackgroundCleanups } from './background-cleanups';
 import { retryPause } from './backoff';
 import { monotonicNow, newToken } from './clock';
+import { boundedCommand } from './command-errors';
 import { emitLost } from './emit-lost';
 import { extendUnseen } from './extend-unseen';
 import { FairCall } from './fair-call';
@@ -21,6 +20,7 @@ import { HeldLock } from './held-lock';
 import type { LockHandle, LockOperations } from './lock-handle';
 import { ReleaseNotifier } from './release-notifier';
 import type { Waiter } from './waiter';
+import { raceAbort } from './race-abort';
 import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
 import { withTimeout } from './with-timeout';
@@ -60,13 +60,9 @@ export class LockEngine implements LockOperations {
   private closed?: Promise<void>;
   /** During the shutdown grace: ends the wait once the last held lock is released or lost. */
   private whenIdle?: () => void;
-  /**
-   * Acquire calls in progress, and clean-ups not yet answered — the release of a grant that came
-   * too late, a fair-mode queue leave — which close() waits for before it closes the connection,
-   * so a shutdown never strands a grant for its whole ttl.
-   */
+  /** Acquire calls in progress, which close() waits for before it closes the connection. */
   private readonly calls = new Set<Promise<AcquireOutcome>>();
-  private readonly cleanups = new Set<Promise<void>>();
+  private readonly cleanups: BackgroundCleanups;
 
   /**
    * Fair mode: how long a waiter's queue entry lives without a refresh, and the longest lease a
@@ -84,6 +80,7 @@ export class LockEngine implements LockOperations {
       this.backend.shardOf ? (lock) => this.backend.shardOf!(lock.redisKeys) : undefined,
     );
     this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
+    this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);
   }
 
   keysOf(key: string): LockRedisKeys {
@@ -310,7 +307,7 @@ export class LockEngine implements LockOperations {
     this.watchdog.stop();
     await Promise.allSettled(left.map((lock) => lock.release()));
     await Promise.allSettled([...this.calls]);
-    await Promise.allSettled([...this.cleanups]);
+    await this.cleanups.settled();
   }
 
   /**
@@ -500,57 +497,17 @@ export class LockEngine implements LockOperations {
 
   /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */
   private cleanUp(command: Promise<unknown>, what?: string): void {
-    // Guarded: a command queued on a connection that never came up must not hold close() up;
-    // if it runs later after all, the lock's TTL bounds what it leaves.
-    const guarded = this.connections.guard(command);
-    const done: Promise<void> = withTimeout(guarded, 2 * this.options.commandTimeout, 'clean-up')
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          if (what) this.logger.warn(`${what} failed: ${String(error)}`);
-        },
-      )
-      .then(() => void this.cleanups.delete(done));
-    this.cleanups.add(done);
+    this.cleanups.run(command, what);
   }
 
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
   private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
-    const guarded = this.connections.guard(command);
-    return withTimeout(guarded, this.options.commandTimeout, operation).catch((error: unknown) => {
-      // A queued command flushed with the credentials error, or timed out meanwhile: say why.
-      const down = this.connections.unavailable();
-      if (down) throw down;
-      if (error instanceof RedisLockError) throw error;
-      const code = finalReplyErrorCode(error);
-      if (code !== undefined) {
-        const message = messages.commandRefused(operation, subject, (error as Error).message, code);
-        throw new RedisCommandError(message, code, { cause: error });
-      }
-      throw new RedisUnavailableError(
-        `Redis ${operation} failed: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
-    });
-  }
-}
-
-/** Resolves with `promise`, or rejects with the signal's reason as soon as it aborts. */
-function raceAbort<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
+    return boundedCommand(
+      this.connections,
+      this.options.commandTimeout,
+      command,
+      operation,
+      subject,
     );
-  });
+  }
 }
