@@ -23,7 +23,12 @@ import { forceReleaseScript } from '../scripts/force-release.script';
 import { releaseScript } from '../scripts/release.script';
 import { renewManyScript } from '../scripts/renew-many.script';
 import { AcknowledgedGrants, type ReplicaAckOptions } from './acknowledged-grants';
-import type { FairAcquireReply, LockBackend, ReleasePubSub, RenewableLease } from './lock-backend';
+import type {
+  FairAcquireReply,
+  FairLockBackend,
+  ReleasePubSub,
+  RenewableLease,
+} from './lock-backend';
 
 export type { ReplicaAckOptions } from './acknowledged-grants';
 
@@ -34,7 +39,7 @@ export type { ReplicaAckOptions } from './acknowledged-grants';
 const RENEW_BATCH = 500;
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
-export class RedisBackend implements LockBackend {
+export class RedisBackend implements FairLockBackend {
   private readonly client: RedisClient & RedisCommander;
   /**
    * On a Cluster, which pub/sub mode its nodes have: releases publish with `SPUBLISH` (sharded
