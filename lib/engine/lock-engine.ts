@@ -12,7 +12,7 @@ import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request
 import { BackgroundCleanups } from './background-cleanups';
 import { boundedCommand } from './command-errors';
 import { emitLost } from './emit-lost';
-import { fairBackendOf } from './engine-backend';
+import { fairBackendOf, noConnections, type EngineBackend } from './engine-backend';
 import { FairAcquirer } from './fair-acquirer';
 import type { HeldLock } from './held-lock';
 import type { LockHandle, LockOperations } from './lock-handle';
@@ -22,6 +22,7 @@ import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
 
 export type { AcquireOutcome, AcquireRequest } from './acquire-request';
+export type { EngineBackend } from './engine-backend';
 
 /**
  * The lifecycle of the locks of one LockService: acquire calls (plain or fair, as the options
@@ -51,9 +52,15 @@ export class LockEngine implements LockOperations {
   /** Acquire calls in progress, which close() waits for before it closes the connection. */
   private readonly calls = new Set<Promise<AcquireOutcome>>();
 
-  /** Throws when fair mode is on and the backend does not serve it. */
-  constructor(readonly options: ResolvedRedisLockOptions) {
-    const { backend, connections } = createBackend(options);
+  /**
+   * Runs on the backend `createBackend(options)` opens, unless given one (a unit test's fake,
+   * whose missing connection watch means "always healthy"). Throws when fair mode is on and the
+   * backend does not serve it.
+   */
+  constructor(
+    readonly options: ResolvedRedisLockOptions,
+    { backend, connections = noConnections() }: EngineBackend = createBackend(options),
+  ) {
     this.backend = backend;
     this.connections = connections;
     if (options.fair) this.fairBackend = fairBackendOf(backend);
