@@ -53,6 +53,7 @@ export async function waitForLock(
   const deadline = started + request.wait;
   let unavailable: RedisUnavailableError | undefined;
   let failures = 0;
+  // One try; Redis out of reach counts as busy for a backoff pause while the budget lasts.
   const tryOnce = async (step: () => Promise<HeldLock | number>): Promise<HeldLock | number> => {
     try {
       const outcome = await step();

@@ -61,6 +61,7 @@ export class FairAcquirer implements Acquirer {
       this.leaveQueue(keys, call);
       throw error;
     }
+    // Out of budget after queueing. (Answered busy at once, `wait` 0, it never queued.)
     if ('busyFor' in outcome && request.wait > 0) this.leaveQueue(keys, call);
     return outcome;
   }

@@ -241,12 +241,7 @@ export class LockEngine implements LockOperations {
 
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
   private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
-    return boundedCommand(
-      this.connections,
-      this.options.commandTimeout,
-      command,
-      operation,
-      subject,
-    );
+    const { connections, options } = this;
+    return boundedCommand(connections, options.commandTimeout, command, operation, subject);
   }
 }
