@@ -21,7 +21,6 @@ import { ReleaseNotifier } from './release-notifier';
 import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
 
-export type { AcquireOutcome, AcquireRequest } from './acquire-request';
 export type { EngineBackend } from './engine-backend';
 
 /**
