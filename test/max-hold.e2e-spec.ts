@@ -13,7 +13,7 @@ import {
   RedisLockConfigError,
   type LockHandle,
 } from 'nestjs-redis-lock';
-import type { HeldLock } from '../lib/engine/lock-handle';
+import type { HeldLock } from '../lib/engine/held-lock';
 import { createDecoratorApp } from './decorator/decorator-app';
 import { onSharedRedis } from './support/lock-services';
 import { SHARED_REDIS_URL } from './support/shared-redis';

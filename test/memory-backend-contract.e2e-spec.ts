@@ -5,7 +5,7 @@
  * Times are real on both sides, so a PTTL is checked against a range, not compared.
  */
 import { RedisBackend } from '../lib/backends/redis.backend';
-import type { LockBackend } from '../lib/backends/lock-backend';
+import type { FairLockBackend } from '../lib/backends/lock-backend';
 import { MemoryLockBackend } from '../lib/backends/memory.backend';
 import { lockRedisKeys, type LockRedisKeys } from '../lib/keys/lock-keys';
 import { onSharedRedis } from './support/lock-services';
@@ -35,10 +35,14 @@ class Transcript {
   }
 }
 
-type Scenario = (backend: LockBackend, keys: LockRedisKeys, t: Transcript) => Promise<void>;
+type Scenario = (backend: FairLockBackend, keys: LockRedisKeys, t: Transcript) => Promise<void>;
 
 /** Runs `scenario` on `backend`, listening to its lock's channel; resolves the transcript. */
-async function run(backend: LockBackend, name: string, scenario: Scenario): Promise<Transcript> {
+async function run(
+  backend: FairLockBackend,
+  name: string,
+  scenario: Scenario,
+): Promise<Transcript> {
   const keys = lockRedisKeys(shared.prefix, name);
   const transcript = new Transcript();
   const pubsub = backend.createPubSub();
@@ -113,7 +117,7 @@ it('lets a lease run out, and keeps counting fences after it', async () => {
 it('queues, hands over and leaves the fair queue alike', async () => {
   await onBoth('fair', async (backend, keys, t) => {
     const fair = (token: string, queue = true) =>
-      backend.fairAcquire!(keys, token, 5_000, queue, 1_000);
+      backend.fairAcquire(keys, token, 5_000, queue, 1_000);
     const reply = async (token: string, queue = true): Promise<unknown> => {
       const answer = await fair(token, queue);
       if ('granted' in answer) return { granted: t.fence(answer.granted) };
@@ -125,14 +129,14 @@ it('queues, hands over and leaves the fair queue alike', async () => {
     t.log(await reply('b'));
     t.log(await reply('c'));
     t.log(await reply('d', false));
-    t.log(await backend.fairRelease!(keys, 'a'));
+    t.log(await backend.fairRelease(keys, 'a'));
     await waitFor(() => t.heard.length === 1);
     t.log(await reply('b'));
-    t.log(await backend.fairRelease!(keys, 'c')); // leaves the queue without holding
-    t.log(await backend.fairRelease!(keys, 'b')); // nobody left: freed, the token published
+    t.log(await backend.fairRelease(keys, 'c')); // leaves the queue without holding
+    t.log(await backend.fairRelease(keys, 'b')); // nobody left: freed, the token published
     t.log(await backend.isLocked(keys));
     t.log(await reply('d', false));
-    t.log(await backend.fairRelease!(keys, 'd'));
+    t.log(await backend.fairRelease(keys, 'd'));
     await waitFor(() => t.heard.length === 3);
   });
 });

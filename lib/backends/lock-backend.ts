@@ -43,11 +43,26 @@ export interface LockBackend {
   shardOf?(keys: LockRedisKeys): string;
   /** Compare-and-delete + wake waiters. Resolves whether `token` still owned the lock. */
   release(keys: LockRedisKeys, token: string): Promise<boolean>;
+  /** Deletes whoever holds it. Resolves whether a lock was deleted. */
+  forceRelease(keys: LockRedisKeys): Promise<boolean>;
+  isLocked(keys: LockRedisKeys): Promise<boolean>;
+  createPubSub(): ReleasePubSub;
+  /** Safety margin (ms) the holder subtracts from a lease of `ttl` on its local clock. */
+  drift(ttl: number): number;
+  /** Closes the connections this backend opened (never a client the user passed in). */
+  close(): Promise<void>;
+}
+
+/**
+ * A backend that also serves fair mode, where waiters queue in Redis and a release hands the lock
+ * to the first in line: one Redis or a Cluster, not Redlock (no single server to hold the queue).
+ */
+export interface FairLockBackend extends LockBackend {
   /**
    * Fair mode (one Redis or a Cluster; not Redlock): tries once, as the waiter `token` (one per
    * acquire call), joining or staying in the queue when `queue` is set.
    */
-  fairAcquire?(
+  fairAcquire(
     keys: LockRedisKeys,
     token: string,
     ttl: number,
@@ -58,13 +73,11 @@ export interface LockBackend {
    * Fair mode: leaves the queue, and if `token` holds the lock, hands it to the first live waiter
    * (or frees it). Resolves whether `token` held it.
    */
-  fairRelease?(keys: LockRedisKeys, token: string): Promise<boolean>;
-  /** Deletes whoever holds it. Resolves whether a lock was deleted. */
-  forceRelease(keys: LockRedisKeys): Promise<boolean>;
-  isLocked(keys: LockRedisKeys): Promise<boolean>;
-  createPubSub(): ReleasePubSub;
-  /** Safety margin (ms) the holder subtracts from a lease of `ttl` on its local clock. */
-  drift(ttl: number): number;
-  /** Closes the connections this backend opened (never a client the user passed in). */
-  close(): Promise<void>;
+  fairRelease(keys: LockRedisKeys, token: string): Promise<boolean>;
+}
+
+/** Whether `backend` serves fair mode (has the fair-mode commands). */
+export function servesFairMode(backend: LockBackend): backend is FairLockBackend {
+  const fair = backend as Partial<FairLockBackend>;
+  return typeof fair.fairAcquire === 'function' && typeof fair.fairRelease === 'function';
 }

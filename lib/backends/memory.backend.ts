@@ -1,6 +1,6 @@
 import { clockDrift } from '../util/clock';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import type { FairAcquireReply, LockBackend, RenewableLease } from './lock-backend';
+import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { MemoryKeyspace } from './memory-keyspace';
 import { MemoryPubSubHub } from './memory-pubsub';
@@ -36,7 +36,7 @@ export interface MemoryLockBackendOptions {
  * limits, persistence, or `keyPrefix`. A lease must be a whole number of ms > 0, as Redis demands.
  * Nothing happens at import, and it needs no Redis.
  */
-export class MemoryLockBackend implements LockBackend {
+export class MemoryLockBackend implements FairLockBackend {
   private readonly keys: MemoryKeyspace;
   private readonly hub = new MemoryPubSubHub();
   private closed = false;

@@ -24,7 +24,7 @@ import { releaseScript } from '../lua/release.script';
 import { renewManyScript } from '../lua/renew-many.script';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { AcknowledgedGrants } from './acknowledged-grants';
-import type { FairAcquireReply, LockBackend, RenewableLease } from './lock-backend';
+import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
 
 /**
  * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small
@@ -33,7 +33,7 @@ import type { FairAcquireReply, LockBackend, RenewableLease } from './lock-backe
 const RENEW_BATCH = 500;
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
-export class RedisBackend implements LockBackend {
+export class RedisBackend implements FairLockBackend {
   private readonly client: RedisClient & RedisCommander;
   /**
    * On a Cluster, which pub/sub mode its nodes have: releases publish with `SPUBLISH` (sharded

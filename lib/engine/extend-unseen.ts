@@ -1,5 +1,5 @@
 import { LockLostError } from '../errors/lock-lost.error';
-import type { HeldLock } from './lock-handle';
+import type { HeldLock } from './held-lock';
 
 /**
  * Fair mode, `renew: false`: brings a lock handed over with a short lease to its full `ttl` by one

@@ -1,4 +1,4 @@
-import type { Waiter } from './release-notifier';
+import type { Waiter } from './waiter';
 
 /**
  * The state of one fair-mode acquire call: its place in the queue, and what it knows about when

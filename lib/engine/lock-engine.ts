@@ -1,54 +1,46 @@
 import { Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
+import { createBackend } from '../backends/create-backend';
+import type { FairLockBackend, LockBackend } from '../backends/lock-backend';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { RedisLockError } from '../errors/redis-lock.error';
-import { RedisCommandError } from '../errors/redis-command.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
-import { finalReplyErrorCode } from '../redis/reply-error';
-import { createBackend } from '../backends/create-backend';
-import type { LockBackend } from '../backends/lock-backend';
-import { monotonicNow, newToken } from '../util/clock';
+import type { AcquireContext } from './acquire-context';
+import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
+import { BackgroundCleanups } from './background-cleanups';
+import { boundedCommand } from './command-errors';
 import { emitLost } from './emit-lost';
-import { extendUnseen } from './extend-unseen';
-import { FairCall } from './fair-call';
-import { HeldLock, type LockHandle, type LockOperations } from './lock-handle';
-import { ReleaseNotifier, type Waiter } from './release-notifier';
+import { fairBackendOf, noConnections, type EngineBackend } from './engine-backend';
+import { FairAcquirer } from './fair-acquirer';
+import type { HeldLock } from './held-lock';
+import type { LockHandle } from './lock-handle';
+import type { LockOperations } from './lock-operations';
+import { PlainAcquirer } from './plain-acquirer';
+import { ReleaseNotifier } from './release-notifier';
 import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
-import { withTimeout } from '../util/with-timeout';
 
-/** One acquisition request, validated by the caller. */
-export interface AcquireRequest {
-  key: string;
-  ttl: number;
-  wait: number;
-  /** Longest hold in ms from when the granting command was sent (`Infinity`: no bound). */
-  maxHold: number;
-  renew: boolean;
-  signal?: AbortSignal;
-}
-
-/** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
-export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
+export type { EngineBackend } from './engine-backend';
 
 /**
- * The waiting strategy, the watchdog and the release notifier, on top of a backend (one Redis, a
- * Cluster, or a Redlock quorum). Every backend call is bounded by `commandTimeout`. Knows nothing
- * of Nest beyond its Logger.
+ * The lifecycle of the locks of one LockService: acquire calls (plain or fair, as the options
+ * say), the watchdog and the release notifier, on top of a backend. Every backend call is bounded
+ * by `commandTimeout`. Knows nothing of Nest beyond its Logger.
  */
-export class LockEngine implements LockOperations {
+export class LockEngine implements LockOperations<HeldLock> {
   readonly events = new EventEmitter();
   /** The connections' health: lock calls fail at once, with the cause, while they cannot work. */
   readonly connections: ConnectionWatch;
   private readonly backend: LockBackend;
+  /** Fair mode: the backend, with the fair-mode commands it was checked to have. */
+  private readonly fairBackend?: FairLockBackend;
   private readonly logger = new Logger('RedisLock');
   private readonly watchdog: Watchdog;
   private readonly notifier: ReleaseNotifier;
+  private readonly cleanups: BackgroundCleanups;
+  private readonly acquirer: Acquirer;
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
   /** Set when shutdown begins: acquires are refused from then on. */
@@ -57,30 +49,33 @@ export class LockEngine implements LockOperations {
   private closed?: Promise<void>;
   /** During the shutdown grace: ends the wait once the last held lock is released or lost. */
   private whenIdle?: () => void;
-  /**
-   * Acquire calls in progress, and clean-ups not yet answered — the release of a grant that came
-   * too late, a fair-mode queue leave — which close() waits for before it closes the connection,
-   * so a shutdown never strands a grant for its whole ttl.
-   */
+  /** Acquire calls in progress, which close() waits for before it closes the connection. */
   private readonly calls = new Set<Promise<AcquireOutcome>>();
-  private readonly cleanups = new Set<Promise<void>>();
 
   /**
-   * Fair mode: how long a waiter's queue entry lives without a refresh, and the longest lease a
-   * hand-off gives — so a waiter that died while queued holds up the queue no longer than this.
-   * Room for a refresh that takes a whole `commandTimeout`.
+   * Runs on the backend `createBackend(options)` opens, unless given one (a unit test's fake,
+   * whose missing connection watch means "always healthy"). Throws when fair mode is on and the
+   * backend does not serve it.
    */
-  private readonly waiterTtl: number;
-
-  constructor(readonly options: ResolvedRedisLockOptions) {
-    this.waiterTtl = Math.ceil(Math.max(1_000, 2 * options.commandTimeout));
-    ({ backend: this.backend, connections: this.connections } = createBackend(options));
+  constructor(
+    readonly options: ResolvedRedisLockOptions,
+    { backend, connections = noConnections() }: EngineBackend = createBackend(options),
+  ) {
+    this.backend = backend;
+    this.connections = connections;
+    if (options.fair) this.fairBackend = fairBackendOf(backend);
+    const { shardOf } = backend;
     this.watchdog = new Watchdog(
       (locks) => this.renewLeases(locks),
       this.logger,
-      this.backend.shardOf ? (lock) => this.backend.shardOf!(lock.redisKeys) : undefined,
+      shardOf ? (lock) => shardOf.call(backend, lock.redisKeys) : undefined,
     );
-    this.notifier = new ReleaseNotifier(() => this.backend.createPubSub(), this.logger);
+    this.notifier = new ReleaseNotifier(() => backend.createPubSub(), this.logger);
+    this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);
+    const context = this.acquireContext();
+    this.acquirer = this.fairBackend
+      ? new FairAcquirer(context, this.fairBackend)
+      : new PlainAcquirer(context, backend);
   }
 
   keysOf(key: string): LockRedisKeys {
@@ -95,102 +90,11 @@ export class LockEngine implements LockOperations {
    * hands the lock to it directly (a `grant` message) when it is first in line.
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    const call = this.acquireOnce(request);
+    const call = this.acquirer.acquire(request);
     this.calls.add(call);
     const forget = (): void => void this.calls.delete(call);
     call.then(forget, forget);
     return call;
-  }
-
-  private async acquireOnce(request: AcquireRequest): Promise<AcquireOutcome> {
-    const { signal } = request;
-    signal?.throwIfAborted();
-    const started = monotonicNow();
-    const deadline = started + request.wait;
-    const keys = this.keysOf(request.key);
-    const fair = this.options.fair ? new FairCall(newToken(), started) : undefined;
-    let unavailable: RedisUnavailableError | undefined;
-    let failures = 0;
-    const tryOnce = async (step: () => Promise<HeldLock | number>): Promise<HeldLock | number> => {
-      try {
-        const outcome = await step();
-        unavailable = undefined;
-        return outcome;
-      } catch (error) {
-        if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
-        // Never connected, or turned away for good (credentials): waiting will not help.
-        if (this.connections.unavailable()) throw error;
-        unavailable = error;
-        return Math.min(50 * 2 ** failures++, 1_000);
-      }
-    };
-    /** Fair mode: leave the queue on the way out, unless we hold the lock or never queued. */
-    let leave = fair !== undefined;
-    try {
-      const first = await tryOnce(() => this.attempt(request, keys, fair, false));
-      if (typeof first !== 'number') {
-        leave = false;
-        return { lock: first };
-      }
-      if (request.wait <= 0) {
-        leave = false; // answered "busy" without queueing: nothing to undo
-        return { busyFor: first, waited: 0 };
-      }
-
-      // Subscribe before the next try, so a release between our try and our sleep is never missed.
-      const waiter: Waiter = await this.notifier.register(
-        keys.channel,
-        Math.min(this.options.commandTimeout, Math.max(0, deadline - monotonicNow())),
-        signal,
-        fair?.token,
-      );
-      // Fair mode: a queued waiter refreshes its entry before it lapses.
-      const refreshEvery = fair ? Math.min(this.waiterTtl, request.ttl) / 3 : Infinity;
-      try {
-        let busyFor = first;
-        for (;;) {
-          const outcome = await tryOnce(() => this.attempt(request, keys, fair, true));
-          if (typeof outcome !== 'number') {
-            leave = false;
-            return { lock: outcome };
-          }
-          busyFor = outcome;
-          let granted = fair?.takeGrant(waiter);
-          if (granted === undefined) {
-            const remaining = deadline - monotonicNow();
-            if (remaining <= 0) {
-              if (unavailable) throw unavailable;
-              return { busyFor, waited: monotonicNow() - started };
-            }
-            // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
-            const jitter = Math.random() * this.options.retryJitter;
-            await waiter.sleep(Math.min(busyFor + jitter, remaining, refreshEvery), signal);
-            granted = fair?.takeGrant(waiter);
-          }
-          if (granted !== undefined) {
-            // Redis out of reach while taking it on: the next try finds the lock ours and takes
-            // it on again; a call that gives up leaves the queue, which frees it.
-            const adopted = await tryOnce(() => this.handedOver(request, keys, fair!, granted));
-            if (typeof adopted !== 'number') {
-              leave = false;
-              return { lock: adopted };
-            }
-          }
-        }
-      } catch (error) {
-        // Leaving without the lock (cancelled, Redis out of reach): a wake-up this waiter may have
-        // taken is passed on, so the others do not sleep until their fallback while it is free.
-        this.notifier.unregister(waiter);
-        if (!fair) this.notifier.passOn(keys.channel);
-        throw error;
-      } finally {
-        this.notifier.unregister(waiter);
-      }
-    } finally {
-      // Fair mode, leaving without the lock: leave the queue, and pass on a hand-off (or a late
-      // grant of a try we stopped waiting for) so the next in line does not wait for it to lapse.
-      if (fair && leave) this.leaveQueue(keys, fair);
-    }
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -231,9 +135,10 @@ export class LockEngine implements LockOperations {
         () => this.bounded(free(), 'release', `lock "${lock.key}"`),
         () => lock.validUntil,
       );
-    if (this.options.fair) {
+    const { fairBackend } = this;
+    if (fairBackend) {
       // The release script hands the lock to the next in line itself: no local hand-off.
-      return release(() => this.freeLease(lock.redisKeys, lock.token));
+      return release(() => fairBackend.fairRelease(lock.redisKeys, lock.token));
     }
     this.notifier.releaseSent(lock.token);
     return release(() => this.backend.release(lock.redisKeys, lock.token)).then(
@@ -307,150 +212,22 @@ export class LockEngine implements LockOperations {
     this.watchdog.stop();
     await Promise.allSettled(left.map((lock) => lock.release()));
     await Promise.allSettled([...this.calls]);
-    await Promise.allSettled([...this.cleanups]);
+    await this.cleanups.settled();
   }
 
-  /**
-   * One try: a lock, or the ms until another try is worth it (the holder's remaining lease).
-   * Fair mode tries as the call's token, joining (or staying in) the queue when `queue` is set.
-   */
-  private async attempt(
-    request: AcquireRequest,
-    keys: LockRedisKeys,
-    fair: FairCall | undefined,
-    queue: boolean,
-  ): Promise<HeldLock | number> {
-    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
-    const down = this.connections.unavailable();
-    if (down) throw down; // not even queued: no late grant to undo
-    if (fair) return this.attemptFair(request, keys, fair, queue);
-    const token = newToken();
-    const sentAt = monotonicNow();
-    const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl));
-    let fence: number;
-    try {
-      fence = await raceAbort(
-        this.bounded(sent, 'acquire', `lock "${request.key}"`),
-        request.signal,
-      );
-    } catch (error) {
-      // Timed out or cancelled while the server may still grant it: free that grant when it lands.
-      this.cleanUp(sent.then((late) => (late > 0 ? this.backend.release(keys, token) : false)));
-      throw error;
-    }
-    if (fence <= 0) return -fence;
-    if (this.closing) {
-      // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
-      this.cleanUp(this.backend.release(keys, token));
-      throw new LockServiceClosedError(messages.shuttingDown());
-    }
-    const lock = new HeldLock(this, request.key, keys, token, fence, request.ttl, sentAt, this);
-    return this.track(lock, request);
-  }
-
-  /**
-   * A fair-mode try. A late answer needs no clean-up here: the token stays the call's, so a later
-   * try finds a late grant ours, and a call that leaves frees it (`leaveQueue`, after this try).
-   */
-  private async attemptFair(
-    request: AcquireRequest,
-    keys: LockRedisKeys,
-    fair: FairCall,
-    queue: boolean,
-  ): Promise<HeldLock | number> {
-    const sentAt = monotonicNow();
-    const sent = this.backend.fairAcquire!(
-      keys,
-      fair.token,
-      Math.ceil(request.ttl),
-      queue,
-      this.waiterTtl,
-    );
-    fair.inFlight = sent;
-    const reply = await raceAbort(
-      this.bounded(sent, 'acquire', `lock "${request.key}"`),
-      request.signal,
-    );
-    if ('busy' in reply) {
-      fair.busy(sentAt, reply.fence, queue);
-      return reply.busy;
-    }
-    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
-    if ('granted' in reply) {
-      const lock = new HeldLock(
-        this,
-        request.key,
-        keys,
-        fair.token,
-        reply.granted,
-        request.ttl,
-        sentAt,
-        this,
-      );
-      return this.track(lock, request);
-    }
-    // Already ours: handed over by a release whose message we missed. Its lease ends `pttl`
-    // after this try ran, which was after we sent it.
-    const lock = new HeldLock(
-      this,
-      request.key,
-      keys,
-      fair.token,
-      reply.ours,
-      request.ttl,
-      sentAt,
-      this,
-    );
-    lock.validUntil = sentAt + reply.pttl - this.drift(reply.pttl);
-    return this.adopt(lock, request);
-  }
-
-  /**
-   * Fair mode: a release handed us the lock (its `grant` message). It did so after our last busy
-   * try ran, with a lease of `min(ttl, entry lifetime)` at the most and no shorter than what is
-   * left of that from when that try was sent (`queuedSince`): a sound deadline on our clock.
-   */
-  private async handedOver(
-    request: AcquireRequest,
-    keys: LockRedisKeys,
-    fair: FairCall,
-    fence: number,
-  ): Promise<HeldLock | number> {
-    // The call leaves the queue on its way out, which hands the lock on to the next in line.
-    if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
-    const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
-    const lock = new HeldLock(
-      this,
-      request.key,
-      keys,
-      fair.token,
-      fence,
-      request.ttl,
-      fair.queuedSince,
-      this,
-    );
-    lock.validUntil = fair.queuedSince + lease - this.drift(lease);
-    return this.adopt(lock, request);
-  }
-
-  /**
-   * Fair mode: takes on a lock handed over with what is left of a short lease, and brings it to
-   * the full ttl at once — by the watchdog's next tick, or (`renew: false`) one extension. That
-   * extension runs before the lock is tracked: if it fails, no handle is left behind to report a
-   * loss of a lock nobody was given (the call retries, or leaves the queue and frees it). Lost
-   * meanwhile: 0, the call tries again at once.
-   */
-  private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock | number> {
-    if (!request.renew) {
-      if (!(await extendUnseen(lock, request.ttl))) return 0;
-      // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.
-      if (this.closing) throw new LockServiceClosedError(messages.shuttingDown());
-      return this.track(lock, request);
-    }
-    this.track(lock, request);
-    lock.nextRenewAt = monotonicNow();
-    this.watchdog.reschedule(lock);
-    return lock;
+  /** What acquire calls use of this engine. */
+  private acquireContext(): AcquireContext {
+    return {
+      options: this.options,
+      connections: this.connections,
+      notifier: this.notifier,
+      engine: this,
+      isClosing: () => this.closing,
+      keysOf: (key) => this.keysOf(key),
+      bounded: (command, operation, subject) => this.bounded(command, operation, subject),
+      cleanUp: (command, what) => this.cleanups.run(command, what),
+      track: (lock, request) => this.track(lock, request),
+    };
   }
 
   /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
@@ -462,83 +239,9 @@ export class LockEngine implements LockOperations {
     return lock;
   }
 
-  /** Frees a lease this engine was granted (fair mode: hands it to the next in line). */
-  private freeLease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.options.fair
-      ? this.backend.fairRelease!(keys, token)
-      : this.backend.release(keys, token);
-  }
-
-  /**
-   * Fair mode: leaves the queue and passes on a hand-off that reached us. Sent once the call's
-   * last try has run (bounded): on one connection a later command runs later, except when that
-   * try is re-sent (NOSCRIPT, a reconnect) — then it could queue us again after we left.
-   */
-  private leaveQueue(keys: LockRedisKeys, fair: FairCall): void {
-    const afterLastTry = withTimeout(
-      fair.inFlight ?? Promise.resolve(),
-      this.options.commandTimeout,
-      'acquire',
-    ).catch(() => undefined);
-    this.cleanUp(
-      afterLastTry.then(() => this.freeLease(keys, fair.token)),
-      'Leaving a fair queue',
-    );
-  }
-
-  /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */
-  private cleanUp(command: Promise<unknown>, what?: string): void {
-    // Guarded: a command queued on a connection that never came up must not hold close() up;
-    // if it runs later after all, the lock's TTL bounds what it leaves.
-    const guarded = this.connections.guard(command);
-    const done: Promise<void> = withTimeout(guarded, 2 * this.options.commandTimeout, 'clean-up')
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          if (what) this.logger.warn(`${what} failed: ${String(error)}`);
-        },
-      )
-      .then(() => void this.cleanups.delete(done));
-    this.cleanups.add(done);
-  }
-
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
   private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
-    const guarded = this.connections.guard(command);
-    return withTimeout(guarded, this.options.commandTimeout, operation).catch((error: unknown) => {
-      // A queued command flushed with the credentials error, or timed out meanwhile: say why.
-      const down = this.connections.unavailable();
-      if (down) throw down;
-      if (error instanceof RedisLockError) throw error;
-      const code = finalReplyErrorCode(error);
-      if (code !== undefined) {
-        const message = messages.commandRefused(operation, subject, (error as Error).message, code);
-        throw new RedisCommandError(message, code, { cause: error });
-      }
-      throw new RedisUnavailableError(
-        `Redis ${operation} failed: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
-    });
+    const { connections, options } = this;
+    return boundedCommand(connections, options.commandTimeout, command, operation, subject);
   }
-}
-
-/** Resolves with `promise`, or rejects with the signal's reason as soon as it aborts. */
-function raceAbort<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

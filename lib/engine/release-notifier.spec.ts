@@ -2,7 +2,8 @@ import type { Logger } from '@nestjs/common';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { MemoryLockBackend } from '../backends/memory.backend';
 import { lockRedisKeys } from '../keys/lock-keys';
-import { ReleaseNotifier, type Waiter } from './release-notifier';
+import { ReleaseNotifier } from './release-notifier';
+import type { Waiter } from './waiter';
 
 const silent = { warn: () => undefined } as unknown as Logger;
 const keys = lockRedisKeys('lock:', 'k');

@@ -1,4 +1,5 @@
 import { refusedUnrun } from '../redis/reply-error';
+import { retryPause } from './backoff';
 import { monotonicNow } from '../util/clock';
 
 /**
@@ -13,7 +14,7 @@ export async function retryRefused<T>(attempt: () => Promise<T>, until: () => nu
     try {
       return await attempt();
     } catch (error) {
-      const pause = Math.min(50 * 2 ** failures, 1_000);
+      const pause = retryPause(failures);
       if (!refusedUnrun(error) || monotonicNow() + pause >= until()) throw error;
       await new Promise((resolve) => setTimeout(resolve, pause));
     }

@@ -3,7 +3,8 @@ import { MemoryLockBackend } from '../backends/memory.backend';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { lockRedisKeys } from '../keys/lock-keys';
 import { useClockSource } from '../util/clock';
-import { HeldLock, type LockOperations } from './lock-handle';
+import { HeldLock } from './held-lock';
+import type { LockOperations } from './lock-operations';
 import { Watchdog, type RenewFn } from './watchdog';
 
 const silent = { warn: () => undefined } as unknown as Logger;
@@ -11,7 +12,7 @@ const silent = { warn: () => undefined } as unknown as Logger;
 describe('Watchdog (in-memory backend, fake timers)', () => {
   let backend: MemoryLockBackend;
   let watchdog: Watchdog;
-  let operations: LockOperations;
+  let operations: LockOperations<HeldLock>;
   let lost: LockLostError[];
   /** The keys of each renewal batch sent, in order. */
   let batches: string[][];
@@ -50,16 +51,16 @@ describe('Watchdog (in-memory backend, fake timers)', () => {
     const redisKeys = lockRedisKeys('lock:', key);
     const startedAt = Date.now();
     const fence = await backend.acquire(redisKeys, `token-${key}`, lease);
-    const lock = new HeldLock(
+    const lock = new HeldLock({
       operations,
       key,
       redisKeys,
-      `token-${key}`,
+      token: `token-${key}`,
       fence,
       lease,
       startedAt,
-      {},
-    );
+      owner: {},
+    });
     watchdog.add(lock);
     return lock;
   }

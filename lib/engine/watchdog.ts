@@ -3,7 +3,7 @@ import { messages } from '../errors/messages';
 import { refusedForLackOfReplicas } from '../redis/reply-error';
 import { monotonicNow } from '../util/clock';
 import { neutralScope } from './neutral-scope';
-import type { HeldLock } from './lock-handle';
+import type { HeldLock } from './held-lock';
 
 /**
  * Renews a batch of locks; resolves one answer per lock: true when Redis confirmed we still own

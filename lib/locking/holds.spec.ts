@@ -1,4 +1,4 @@
-import type { HeldLock } from '../engine/lock-handle';
+import type { HeldLock } from '../engine/held-lock';
 import { LockLostError } from '../errors/lock-lost.error';
 import { Hold } from './holds';
 

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { monotonicNow, suspendedSince } from '../util/clock';
-import type { HeldLock } from '../engine/lock-handle';
+import type { HeldLock } from '../engine/held-lock';
 import { LockLostError } from '../errors/lock-lost.error';
 import { ScopedLock } from './scoped-lock';
 

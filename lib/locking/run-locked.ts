@@ -1,5 +1,6 @@
 import { Observable, type Subscription } from 'rxjs';
-import type { HeldLock, LockHandle } from '../engine/lock-handle';
+import type { HeldLock } from '../engine/held-lock';
+import type { LockHandle } from '../engine/lock-handle';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { WithLockOptions } from '../options/lock-call-options';

@@ -1,4 +1,5 @@
-import type { HeldLock, LockHandle } from '../engine/lock-handle';
+import type { HeldLock } from '../engine/held-lock';
+import type { LockHandle } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';

@@ -6,7 +6,8 @@ import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { LockRedisKeys, lockRedisKeys } from '../keys/lock-keys';
 import { useClockSource } from '../util/clock';
-import { HeldLock, type LockOperations } from './lock-handle';
+import { HeldLock } from './held-lock';
+import type { LockOperations } from './lock-operations';
 import { Watchdog } from './watchdog';
 
 /** A command the test answers when it chooses. */
@@ -23,7 +24,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
   let lost: LockLostError[];
   let skew: number;
   let watchdog: Watchdog;
-  let operations: LockOperations;
+  let operations: LockOperations<HeldLock>;
 
   function command<T>(name: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -55,16 +56,16 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
   });
 
   function hold(lease = 600, key = 'k'): HeldLock {
-    const lock = new HeldLock(
+    const lock = new HeldLock({
       operations,
       key,
-      new LockRedisKeys(`lock:{${key}}`),
-      'token',
-      1,
+      redisKeys: new LockRedisKeys(`lock:{${key}}`),
+      token: 'token',
+      fence: 1,
       lease,
-      Date.now(),
-      {},
-    );
+      startedAt: Date.now(),
+      owner: {},
+    });
     watchdog.add(lock);
     return lock;
   }
@@ -237,7 +238,7 @@ describe('HeldLock on the in-memory backend (fake timers)', () => {
   let releases: number;
   let extensions: number;
   let watchdog: Watchdog;
-  let operations: LockOperations;
+  let operations: LockOperations<HeldLock>;
   const keys = lockRedisKeys('lock:', 'k');
 
   beforeEach(() => {
@@ -273,7 +274,16 @@ describe('HeldLock on the in-memory backend (fake timers)', () => {
   async function hold(lease = 600, renews = true): Promise<HeldLock> {
     const startedAt = Date.now();
     const fence = await backend.acquire(keys, 'mine', lease);
-    const lock = new HeldLock(operations, 'k', keys, 'mine', fence, lease, startedAt, {});
+    const lock = new HeldLock({
+      operations,
+      key: 'k',
+      redisKeys: keys,
+      token: 'mine',
+      fence,
+      lease,
+      startedAt,
+      owner: {},
+    });
     lock.renews = renews;
     watchdog.add(lock);
     return lock;
@@ -335,7 +345,16 @@ describe('HeldLock on the in-memory backend (fake timers)', () => {
 
     const other = lockRedisKeys('lock:', 'other');
     await backend.acquire(other, 'mine', 600);
-    const passive = new HeldLock(operations, 'other', other, 'mine', 1, 600, Date.now(), {});
+    const passive = new HeldLock({
+      operations,
+      key: 'other',
+      redisKeys: other,
+      token: 'mine',
+      fence: 1,
+      lease: 600,
+      startedAt: Date.now(),
+      owner: {},
+    });
     passive.renews = false;
     jest.setSystemTime(Date.now() + 590);
     expect(passive.isHeld).toBe(false);

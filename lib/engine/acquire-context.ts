@@ -1,0 +1,25 @@
+import type { LockRedisKeys } from '../keys/lock-keys';
+import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
+import type { ConnectionWatch } from '../redis/connection-watch';
+import type { AcquireRequest } from './acquire-request';
+import type { HeldLock } from './held-lock';
+import type { LockOperations } from './lock-operations';
+import type { ReleaseNotifier } from './release-notifier';
+
+/** What an acquire call uses of the engine it runs in. */
+export interface AcquireContext {
+  readonly options: ResolvedRedisLockOptions;
+  readonly connections: ConnectionWatch;
+  readonly notifier: ReleaseNotifier;
+  /** The engine: a lock it grants reports to it, and belongs to it (re-entrancy tells by that). */
+  readonly engine: LockOperations<HeldLock>;
+  /** True once shutdown has begun: tries are refused from then on. */
+  isClosing(): boolean;
+  keysOf(key: string): LockRedisKeys;
+  /** A backend command, bounded by `commandTimeout`, failing as a lock call reports it. */
+  bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T>;
+  /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */
+  cleanUp(command: Promise<unknown>, what?: string): void;
+  /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
+  track(lock: HeldLock, request: AcquireRequest): HeldLock;
+}

@@ -1,0 +1,136 @@
+import type { LockRedisKeys } from '../keys/lock-keys';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { messages } from '../errors/messages';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { AcquireContext } from './acquire-context';
+import type { AcquireOutcome, AcquireRequest } from './acquire-request';
+import { retryPause } from './backoff';
+import { monotonicNow } from '../util/clock';
+import type { HeldLock } from './held-lock';
+import type { Waiter } from './waiter';
+
+/** How one acquire call tries for its lock; `waitForLock` decides when. */
+export interface CallTries {
+  /**
+   * One try: the lock, or the ms until another try is worth it (the holder's remaining lease).
+   * Fair mode joins (or stays in) the queue when `queue` is set.
+   */
+  attempt(queue: boolean): Promise<HeldLock | number>;
+  /** Fair mode: the call's token, to which a release addresses its hand-off. */
+  readonly token?: string;
+  /** The longest sleep between tries (fair mode: a queue entry is refreshed before it lapses). */
+  readonly maxSleep: number;
+  /**
+   * Fair mode: a release hands the lock to the first in line directly. Absent in plain mode,
+   * where a release wakes one waiter to try again.
+   */
+  readonly handOff?: HandOff;
+}
+
+/** Fair mode: how a call takes on a lock a release handed to it. */
+export interface HandOff {
+  /** The fence of a hand-off to this call that `waiter` heard of since the last look, if any. */
+  take(waiter: Waiter): number | undefined;
+  /** Takes on the lock handed over with `fence`: the lock, or 0 to try again at once. */
+  adopt(fence: number): Promise<HeldLock | number>;
+}
+
+/**
+ * Tries at once, then (if `wait` > 0) waits for a release message or the holder's lease end,
+ * trying again each time. Redis being out of reach (a failover, a restart) is retried with
+ * backoff while the budget lasts; if it still is when the budget runs out, that error is thrown
+ * rather than "busy". `started` is when the call began (monotonic): the budget counts from it.
+ */
+export async function waitForLock(
+  context: AcquireContext,
+  request: AcquireRequest,
+  keys: LockRedisKeys,
+  started: number,
+  tries: CallTries,
+): Promise<AcquireOutcome> {
+  const { signal } = request;
+  const { notifier, options } = context;
+  const deadline = started + request.wait;
+  let unavailable: RedisUnavailableError | undefined;
+  let failures = 0;
+  // One try; Redis out of reach counts as busy for a backoff pause while the budget lasts.
+  const tryOnce = async (step: () => Promise<HeldLock | number>): Promise<HeldLock | number> => {
+    try {
+      const outcome = await step();
+      unavailable = undefined;
+      return outcome;
+    } catch (error) {
+      if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
+      // Never connected, or turned away for good (credentials): waiting will not help.
+      if (context.connections.unavailable()) throw error;
+      unavailable = error;
+      return retryPause(failures++);
+    }
+  };
+  const attempt = (queue: boolean): Promise<HeldLock | number> =>
+    tryOnce(() => attemptIfOpen(context, tries, queue));
+
+  const first = await attempt(false);
+  if (typeof first !== 'number') return { lock: first };
+  if (request.wait <= 0) return { busyFor: first, waited: 0 };
+
+  // Subscribe before the next try, so a release between our try and our sleep is never missed.
+  const waiter: Waiter = await notifier.register(
+    keys.channel,
+    Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow())),
+    signal,
+    tries.token,
+  );
+  const { handOff } = tries;
+  try {
+    let busyFor = first;
+    for (;;) {
+      const outcome = await attempt(true);
+      if (typeof outcome !== 'number') return { lock: outcome };
+      busyFor = outcome;
+      let granted = handOff?.take(waiter);
+      if (granted === undefined) {
+        const remaining = deadline - monotonicNow();
+        if (remaining <= 0) {
+          if (unavailable) throw unavailable;
+          return { busyFor, waited: monotonicNow() - started };
+        }
+        // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
+        const jitter = Math.random() * options.retryJitter;
+        await waiter.sleep(Math.min(busyFor + jitter, remaining, tries.maxSleep), signal);
+        granted = handOff?.take(waiter);
+      }
+      if (handOff && granted !== undefined) {
+        // Redis out of reach while taking it on: the next try finds the lock ours and takes
+        // it on again; a call that gives up leaves the queue, which frees it.
+        const fence = granted;
+        const adopted = await tryOnce(() => handOff.adopt(fence));
+        if (typeof adopted !== 'number') return { lock: adopted };
+      }
+    }
+  } catch (error) {
+    // Leaving without the lock (cancelled, Redis out of reach): a wake-up this waiter may have
+    // taken is passed on, so the others do not sleep until their fallback while it is free.
+    // (Fair mode passes nothing on here: leaving the queue hands the lock on in Redis.)
+    notifier.unregister(waiter);
+    if (!handOff) notifier.passOn(keys.channel);
+    throw error;
+  } finally {
+    notifier.unregister(waiter);
+  }
+}
+
+/**
+ * A try, unless shutdown has begun or the connections cannot work: then that is thrown, with
+ * nothing sent (so not even queued: no late grant to undo).
+ */
+async function attemptIfOpen(
+  context: AcquireContext,
+  tries: CallTries,
+  queue: boolean,
+): Promise<HeldLock | number> {
+  if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
+  const down = context.connections.unavailable();
+  if (down) throw down;
+  return tries.attempt(queue);
+}

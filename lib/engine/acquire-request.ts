@@ -1,0 +1,20 @@
+import type { HeldLock } from './held-lock';
+
+/** One acquisition request, validated by the caller. */
+export interface AcquireRequest {
+  key: string;
+  ttl: number;
+  wait: number;
+  /** Longest hold in ms from when the granting command was sent (`Infinity`: no bound). */
+  maxHold: number;
+  renew: boolean;
+  signal?: AbortSignal;
+}
+
+/** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
+export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
+
+/** How acquire calls try and wait: plainly, or in a fair-mode queue. */
+export interface Acquirer {
+  acquire(request: AcquireRequest): Promise<AcquireOutcome>;
+}

@@ -1,0 +1,55 @@
+import { messages } from '../errors/messages';
+import { RedisCommandError } from '../errors/redis-command.error';
+import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { ConnectionWatch } from '../redis/connection-watch';
+import { finalReplyErrorCode } from '../redis/reply-error';
+import { withTimeout } from '../util/with-timeout';
+
+/**
+ * Runs a backend command bounded by `timeoutMs` (and cut short when the connections turn out
+ * unusable), failing with the error a lock call reports (`commandFailure`). `operation` names the
+ * command, `subject` what it was about, for a refusal's message (`lock "order:7"`).
+ */
+export function boundedCommand<T>(
+  connections: ConnectionWatch,
+  timeoutMs: number,
+  command: Promise<T>,
+  operation: string,
+  subject: string,
+): Promise<T> {
+  const guarded = connections.guard(command);
+  return withTimeout(guarded, timeoutMs, operation).catch((error: unknown) => {
+    throw commandFailure(error, connections, operation, subject);
+  });
+}
+
+/**
+ * What a failed backend command means to the caller of a lock call:
+ * - the connections cannot work (never connected, credentials refused): that cause, with the
+ *   addresses — a queued command flushed with it, or timed out meanwhile, says why;
+ * - an error of this library (a timeout, a lost lock): as it is;
+ * - an error reply Redis gave (NOPERM, OOM, WRONGTYPE…): `RedisCommandError` with its code —
+ *   Redis answered, so retrying the same command will not help;
+ * - anything else (a dropped connection, a reset): `RedisUnavailableError`, which an acquire call
+ *   retries while its `wait` budget lasts.
+ */
+export function commandFailure(
+  error: unknown,
+  connections: ConnectionWatch,
+  operation: string,
+  subject: string,
+): Error {
+  const down = connections.unavailable();
+  if (down) return down;
+  if (error instanceof RedisLockError) return error;
+  const code = finalReplyErrorCode(error);
+  if (code !== undefined) {
+    const message = messages.commandRefused(operation, subject, (error as Error).message, code);
+    return new RedisCommandError(message, code, { cause: error });
+  }
+  return new RedisUnavailableError(
+    `Redis ${operation} failed: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,199 @@
+import type { FairLockBackend } from '../backends/lock-backend';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { messages } from '../errors/messages';
+import type { LockRedisKeys } from '../keys/lock-keys';
+import type { AcquireContext } from './acquire-context';
+import { waitForLock, type CallTries } from './acquire-loop';
+import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
+import { monotonicNow, newToken } from '../util/clock';
+import { extendUnseen } from './extend-unseen';
+import { FairCall } from './fair-call';
+import { HeldLock } from './held-lock';
+import { raceAbort } from './race-abort';
+import { withTimeout } from '../util/with-timeout';
+
+/**
+ * The shortest life of a fair-mode queue entry without a refresh (ms), however short
+ * `commandTimeout` is: a refresh sent every third of it must not have to race the network.
+ */
+const MIN_WAITER_TTL_MS = 1_000;
+
+/**
+ * Fair mode: the waiter queues in Redis under one token for the whole call, and a release hands
+ * the lock to it directly (a `grant` message) when it is first in line.
+ */
+export class FairAcquirer implements Acquirer {
+  /**
+   * How long a waiter's queue entry lives without a refresh, and the longest lease a hand-off
+   * gives — so a waiter that died while queued holds up the queue no longer than this. Room for
+   * a refresh that takes a whole `commandTimeout`.
+   */
+  private readonly waiterTtl: number;
+
+  constructor(
+    private readonly context: AcquireContext,
+    private readonly backend: FairLockBackend,
+  ) {
+    this.waiterTtl = Math.ceil(Math.max(MIN_WAITER_TTL_MS, 2 * context.options.commandTimeout));
+  }
+
+  /**
+   * Leaving without the lock — cancelled, out of budget after queueing, Redis out of reach, shut
+   * down — the call leaves the queue, and passes on a hand-off (or a late grant of a try it
+   * stopped waiting for) so the next in line does not wait for it to lapse. A call answered
+   * "busy" at once (`wait` 0) never queued: it has nothing to undo.
+   */
+  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    request.signal?.throwIfAborted();
+    const started = monotonicNow();
+    const keys = this.context.keysOf(request.key);
+    const call = new FairCall(newToken(), started);
+    let outcome: AcquireOutcome;
+    try {
+      outcome = await waitForLock(
+        this.context,
+        request,
+        keys,
+        started,
+        this.tries(request, keys, call),
+      );
+    } catch (error) {
+      this.leaveQueue(keys, call);
+      throw error;
+    }
+    // Out of budget after queueing. (Answered busy at once, `wait` 0, it never queued.)
+    if ('busyFor' in outcome && request.wait > 0) this.leaveQueue(keys, call);
+    return outcome;
+  }
+
+  private tries(request: AcquireRequest, keys: LockRedisKeys, call: FairCall): CallTries {
+    return {
+      attempt: (queue) => this.attempt(request, keys, call, queue),
+      token: call.token,
+      // A queued waiter refreshes its entry before it lapses.
+      maxSleep: Math.min(this.waiterTtl, request.ttl) / 3,
+      handOff: {
+        take: (waiter) => call.takeGrant(waiter),
+        adopt: (fence) => this.handedOver(request, keys, call, fence),
+      },
+    };
+  }
+
+  /**
+   * A fair-mode try, as the call's token, joining (or staying in) the queue when `queue` is set.
+   * A late answer needs no clean-up here: the token stays the call's, so a later try finds a late
+   * grant ours, and a call that leaves frees it (`leaveQueue`, after this try).
+   */
+  private async attempt(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    call: FairCall,
+    queue: boolean,
+  ): Promise<HeldLock | number> {
+    const { context } = this;
+    const sentAt = monotonicNow();
+    const sent = this.backend.fairAcquire(
+      keys,
+      call.token,
+      Math.ceil(request.ttl),
+      queue,
+      this.waiterTtl,
+    );
+    call.inFlight = sent;
+    const reply = await raceAbort(
+      context.bounded(sent, 'acquire', `lock "${request.key}"`),
+      request.signal,
+    );
+    if ('busy' in reply) {
+      call.busy(sentAt, reply.fence, queue);
+      return reply.busy;
+    }
+    if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
+    if ('granted' in reply) {
+      return context.track(this.lockOf(request, keys, call, reply.granted, sentAt), request);
+    }
+    // Already ours: handed over by a release whose message we missed. Its lease ends `pttl`
+    // after this try ran, which was after we sent it.
+    const lock = this.lockOf(request, keys, call, reply.ours, sentAt);
+    lock.validUntil = sentAt + reply.pttl - context.engine.drift(reply.pttl);
+    return this.adopt(lock, request);
+  }
+
+  /**
+   * A release handed us the lock (its `grant` message). It did so after our last busy try ran,
+   * with a lease of `min(ttl, entry lifetime)` at the most and no shorter than what is left of
+   * that from when that try was sent (`queuedSince`): a sound deadline on our clock.
+   */
+  private async handedOver(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    call: FairCall,
+    fence: number,
+  ): Promise<HeldLock | number> {
+    // The call leaves the queue on its way out, which hands the lock on to the next in line.
+    if (this.context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
+    const lease = Math.min(Math.ceil(request.ttl), this.waiterTtl);
+    const lock = this.lockOf(request, keys, call, fence, call.queuedSince);
+    lock.validUntil = call.queuedSince + lease - this.context.engine.drift(lease);
+    return this.adopt(lock, request);
+  }
+
+  /**
+   * Takes on a lock handed over with what is left of a short lease, and brings it to the full ttl
+   * at once — by the watchdog's next tick, or (`renew: false`) one extension. That extension runs
+   * before the lock is tracked: if it fails, no handle is left behind to report a loss of a lock
+   * nobody was given (the call retries, or leaves the queue and frees it). Lost meanwhile: 0, the
+   * call tries again at once.
+   */
+  private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock | number> {
+    const { context } = this;
+    if (!request.renew) {
+      if (!(await extendUnseen(lock, request.ttl))) return 0;
+      // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.
+      if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
+      return context.track(lock, request);
+    }
+    context.track(lock, request);
+    lock.nextRenewAt = monotonicNow();
+    context.engine.rescheduled(lock);
+    return lock;
+  }
+
+  /** The call's lock, granted with `fence` by a command sent at `startedAt`. */
+  private lockOf(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    call: FairCall,
+    fence: number,
+    startedAt: number,
+  ): HeldLock {
+    const { engine } = this.context;
+    return new HeldLock({
+      operations: engine,
+      key: request.key,
+      redisKeys: keys,
+      token: call.token,
+      fence,
+      lease: request.ttl,
+      startedAt,
+      owner: engine,
+    });
+  }
+
+  /**
+   * Leaves the queue and passes on a hand-off that reached us. Sent once the call's last try has
+   * run (bounded): on one connection a later command runs later, except when that try is re-sent
+   * (NOSCRIPT, a reconnect) — then it could queue us again after we left.
+   */
+  private leaveQueue(keys: LockRedisKeys, call: FairCall): void {
+    const afterLastTry = withTimeout(
+      call.inFlight ?? Promise.resolve(),
+      this.context.options.commandTimeout,
+      'acquire',
+    ).catch(() => undefined);
+    this.context.cleanUp(
+      afterLastTry.then(() => this.backend.fairRelease(keys, call.token)),
+      'Leaving a fair queue',
+    );
+  }
+}

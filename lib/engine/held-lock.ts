@@ -1,0 +1,250 @@
+import { LockLostError, type LockLostReason } from '../errors/lock-lost.error';
+import { messages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockError } from '../errors/redis-lock.error';
+import type { LockRedisKeys } from '../keys/lock-keys';
+import { MAX_TIMER_MS, monotonicNow, suspendedSince } from '../util/clock';
+import type { LockHandle } from './lock-handle';
+import type { HeldLockOptions, LockOperations } from './lock-operations';
+
+/**
+ * A lock this process holds: its lease deadline on the local clock (shortened by wall-clock
+ * jumps), its loss (the signal), and its extension and release through the engine.
+ */
+export class HeldLock implements LockHandle {
+  /**
+   * Created on first read of `signal` only: an AbortSignal costs several µs, and most locks are
+   * released without anyone looking at theirs. `lostError` is the state; the signal mirrors it.
+   */
+  private controller?: AbortController;
+  private lostError?: LockLostError;
+  private released?: Promise<boolean>;
+  /** Current lease length in ms; `extend(ms)` changes it. */
+  lease: number;
+  /** The local deadline, before wall-clock jumps seen since `confirmedAt` are taken off. */
+  private deadline: number;
+  /** When the command behind `deadline` was sent: a wall-clock jump seen later shortens it. */
+  private confirmedAt: number;
+  /** The part of those jumps already taken off `deadline` and `nextRenewAt`. */
+  private jumpedOff = 0;
+  /** Watchdog bookkeeping: when the next renewal is due. */
+  nextRenewAt: number;
+  /** `maxHold`: the longest hold, counted from `startedAt`; the engine sets it (`holdFor`). */
+  private maxHold = Infinity;
+  /**
+   * The renewal or extension in flight, if any. Lease changes go out one at a time, so Redis runs
+   * them in the order they were sent and answered: a renewal of the old lease can never land
+   * after an extension and silently cut Redis' TTL below the deadline the extension set here.
+   */
+  leaseChange?: Promise<unknown>;
+  /** False for `renew: false`: the watchdog only watches the deadline. */
+  renews = true;
+  /** Not handed to anyone yet (`extendUnseen`): a loss is not reported. */
+  unseen = false;
+
+  private readonly operations: LockOperations<HeldLock>;
+  readonly key: string;
+  readonly redisKeys: LockRedisKeys;
+  readonly token: string;
+  readonly fence: number;
+  private readonly startedAt: number;
+  readonly owner: object;
+
+  constructor(options: HeldLockOptions<HeldLock>) {
+    ({
+      operations: this.operations,
+      key: this.key,
+      redisKeys: this.redisKeys,
+      token: this.token,
+      fence: this.fence,
+      startedAt: this.startedAt,
+      owner: this.owner,
+    } = options);
+    const { operations, lease, startedAt } = options;
+    this.lease = lease;
+    this.confirmedAt = startedAt;
+    this.deadline = startedAt + lease - operations.drift(lease);
+    this.nextRenewAt = startedAt + lease / 3;
+  }
+
+  /** Bounds the hold to `ms` from when the granting command was sent (`Infinity`: no bound). */
+  holdFor(ms: number): void {
+    this.maxHold = ms;
+    this.operations.rescheduled(this);
+  }
+
+  /**
+   * When `maxHold` is reached (monotonic): counted from when the granting command was sent, as
+   * the lease may have started then, less the time the host was suspended since — a suspended
+   * holder held the lock in Redis' eyes all that time.
+   */
+  get holdUntil(): number {
+    if (this.maxHold === Infinity) return Infinity;
+    return this.startedAt + this.maxHold - suspendedSince(this.startedAt);
+  }
+
+  get validUntil(): number {
+    const jumped = suspendedSince(this.confirmedAt);
+    if (jumped > this.jumpedOff) {
+      // Redis saw that time pass: the lease has that much less left, and is due for renewal sooner.
+      this.deadline -= jumped - this.jumpedOff;
+      this.nextRenewAt -= jumped - this.jumpedOff;
+      this.jumpedOff = jumped;
+      // Seen outside the watchdog's tick (a read of `isHeld`, say): its timer may be armed for
+      // the old renewal time, too late to save what is left of the lease.
+      this.operations.rescheduled(this);
+    }
+    return this.deadline;
+  }
+
+  /** A deadline for the lease confirmed at construction (fair mode's hand-over sets its own). */
+  set validUntil(at: number) {
+    this.deadline = at;
+    this.jumpedOff = 0;
+  }
+
+  /**
+   * Reading the signal checks the local deadline first, so a holder that resumes after a long
+   * pause (GC, SIGSTOP, a blocked event loop, a suspended host) sees it aborted before its next
+   * step, even if the watchdog's timer has not fired yet.
+   */
+  get signal(): AbortSignal {
+    this.expireIfDue();
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostError) this.controller.abort(this.lostError);
+    }
+    return this.controller.signal;
+  }
+
+  get isHeld(): boolean {
+    this.expireIfDue();
+    return !this.released && !this.lostError;
+  }
+
+  /** The loss, if the lock was lost (without creating the signal). */
+  get lost(): LockLostError | undefined {
+    return this.lostError;
+  }
+
+  /** Declares the lock lost if its deadline or its `maxHold` has passed; true when it is lost. */
+  expireIfDue(now: number = monotonicNow()): boolean {
+    if (!this.released && !this.lostError) {
+      const reason = this.expiry(now);
+      if (reason) this.lose(reason);
+    }
+    return this.lostError !== undefined;
+  }
+
+  private expiry(now: number): LockLostReason | undefined {
+    const validUntil = this.validUntil;
+    if (now >= validUntil) return now >= validUntil + this.jumpedOff ? 'deadline' : 'clock-jump';
+    return now >= this.holdUntil ? 'max-hold' : undefined;
+  }
+
+  /** Records that Redis set the lease to `lease` by a command sent at `sentAt`. */
+  renewed(sentAt: number, lease: number): void {
+    this.confirmedAt = sentAt;
+    this.jumpedOff = 0;
+    this.deadline = sentAt + lease - this.operations.drift(lease);
+    this.nextRenewAt = sentAt + lease / 3;
+  }
+
+  /**
+   * Reports that one re-entrant hold of this lock reached its own `maxHold`; `handle` is the one
+   * its work was given. The lock itself is not lost: other holds may keep it.
+   */
+  reportHoldLost(error: LockLostError, handle: LockHandle): void {
+    this.operations.reportLost(this, error, handle);
+  }
+
+  /** Marks the lock lost (once): aborts the signal, stops renewal, reports it. */
+  lose(reason: LockLostReason): LockLostError {
+    if (this.lostError) return this.lostError;
+    const error = new LockLostError(this.key, reason);
+    this.lostError = error;
+    this.operations.untrack(this);
+    this.controller?.abort(error);
+    this.operations.reportLost(this, error);
+    const mayBeOurs =
+      reason === 'max-hold' ||
+      reason === 'clock-jump' ||
+      reason === 'no-replicas' ||
+      (reason === 'deadline' && this.renews);
+    if (mayBeOurs && !this.released) {
+      // A renewal may still be queued (Redis out of reach): this compare-and-delete goes out on
+      // the same connection after it, so a healed link cannot leave our key alive for a lease.
+      // At `maxHold`, after a clock jump, or refused for lack of replicas, the key may well be
+      // ours still: free it for others.
+      this.released = this.operations.releaseLease(this).then(
+        () => false,
+        () => false,
+      );
+    }
+    return error;
+  }
+
+  async extend(ms: number = this.lease): Promise<void> {
+    if (typeof ms !== 'number' || !(ms > 0 && ms <= MAX_TIMER_MS)) {
+      throw new RedisLockConfigError(messages.badExtension(ms, MAX_TIMER_MS));
+    }
+    while (this.leaseChange) await this.leaseChange; // a renewal (or extension) in flight
+    this.assertHeld();
+    const change = this.sendExtension(ms);
+    const settled = change.catch(() => undefined);
+    this.leaseChange = settled;
+    try {
+      await change;
+    } finally {
+      if (this.leaseChange === settled) this.leaseChange = undefined;
+      this.operations.rescheduled(this); // the watchdog skipped its renewal meanwhile
+    }
+  }
+
+  private async sendExtension(ms: number): Promise<void> {
+    const sentAt = monotonicNow();
+    const deadline = sentAt + ms - this.operations.drift(ms);
+    if (deadline < this.validUntil) {
+      // Until Redis answers, it may have run the extension already: keep to the sooner deadline
+      // of the two, so neither a shorter lease nor a lost answer leaves ours beyond Redis'.
+      this.deadline = deadline;
+      this.nextRenewAt = Math.min(this.nextRenewAt, sentAt + ms / 3);
+      this.operations.rescheduled(this);
+    }
+    const stillOurs = await this.operations.extendLease(this, ms).catch((error: unknown) => {
+      this.assertHeld(); // lost meanwhile: say so rather than why the command failed
+      throw error;
+    });
+    this.assertHeld(); // the deadline (or maxHold) may have passed while it was in flight
+    if (!stillOurs) throw this.lose('not-owner');
+    this.lease = ms;
+    this.renewed(sentAt, ms);
+  }
+
+  /** Throws the loss if the lock is lost (checking its deadline first), or if it was released. */
+  private assertHeld(): void {
+    if (this.expireIfDue()) throw this.lostError;
+    if (this.released) throw new RedisLockError(messages.released(this.key));
+  }
+
+  release(): Promise<boolean> {
+    this.released ??= this.releaseOnce();
+    return this.released;
+  }
+
+  private async releaseOnce(): Promise<boolean> {
+    // Stop renewal first: a renewal already sent reaches Redis before this DEL (same connection).
+    this.operations.untrack(this);
+    const lapsed = this.lostError ? undefined : this.expiry(monotonicNow());
+    const deleted = await this.operations.releaseLease(this);
+    if (!deleted) {
+      this.lose('not-owner');
+      return false;
+    }
+    if (lapsed || this.lostError) {
+      this.lose(lapsed ?? 'deadline');
+      return false;
+    }
+    return true;
+  }
+}
