@@ -15,13 +15,12 @@ export type {
   StartupCheckMode,
 } from './options/redis-lock-options';
 export { LockService, type LockLostListener } from './service/lock.service';
-export type { AcquireOptions, WithLockOptions } from './options/lock-call-options';
+export type { AcquireOptions, LockedOptions, WithLockOptions } from './options/lock-call-options';
 export type { LockHandle } from './engine/lock-handle';
 export {
   Locked,
   type LockableMethod,
   type LockedMethodDecorator,
-  type LockedOptions,
   type LockKeyFactory,
 } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';

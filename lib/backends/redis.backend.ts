@@ -74,16 +74,18 @@ export class RedisBackend implements FairLockBackend {
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
     const grant = (client: RedisCommander): Promise<number> =>
-      acquireScript
-        .run(client, [keys.lock, keys.fence], [token, ttl, this.fenceRetention])
-        .then(Number);
+      acquireScript.run(client, [keys.lock, keys.fence], [token, ttl, this.fenceRetention]);
     if (!this.acknowledged) return grant(this.client);
     return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    const keysOf = [keys.lock, keys.fence];
-    return (await extendScript.run(this.client, keysOf, [token, ms, this.fenceRetention])) === 1;
+    const reply = await extendScript.run(
+      this.client,
+      [keys.lock, keys.fence],
+      [token, ms, this.fenceRetention],
+    );
+    return reply === 1;
   }
 
   async renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
@@ -141,8 +143,8 @@ export class RedisBackend implements FairLockBackend {
       [keys.lock, keys.fence, keys.queue, keys.waiters],
       [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention],
     );
-    if (!Array.isArray(reply)) return { granted: Number(reply) };
-    const [first, second] = reply.map(Number);
+    if (!Array.isArray(reply)) return { granted: reply };
+    const [first, second] = reply;
     return first > 0 ? { ours: first, pttl: second } : { busy: -first, fence: second };
   }
 
@@ -203,12 +205,14 @@ export class RedisBackend implements FairLockBackend {
 
   private async renewBatch(leases: readonly RenewableLease[]): Promise<boolean[]> {
     const keys: string[] = [];
-    const args: (string | number)[] = [this.fenceRetention];
+    const args: [fenceRetentionMs: number, ...tokenAndLeaseMs: (string | number)[]] = [
+      this.fenceRetention,
+    ];
     for (const lease of leases) {
       keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
       args.push(lease.token, Math.ceil(lease.lease));
     }
-    const replies = (await renewManyScript.run(this.client, keys, args)) as number[];
+    const replies = await renewManyScript.run(this.client, keys, args);
     return replies.map((reply) => reply === 1);
   }
 }

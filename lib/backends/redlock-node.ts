@@ -103,14 +103,15 @@ export class RedlockNode implements QuorumNode {
 
   private async renewBatch(leases: readonly RenewableLease[]): Promise<NodeRenewal[]> {
     const keys: string[] = [];
-    const args: string[] = [String(this.fenceRetention)];
+    const args: [fenceRetentionMs: string, ...tokenLeaseMsAndFence: string[]] = [
+      String(this.fenceRetention),
+    ];
     for (const lease of leases) {
       keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
       args.push(lease.token, String(Math.ceil(lease.lease)), String(lease.fence));
     }
     const commander = this.client as RedisClient & RedisCommander;
-    const replies = (await redlockRenewScript.run(commander, keys, args)) as number[];
-    return replies.map((reply) => (reply === 1 || reply === 2 ? reply : 0));
+    return redlockRenewScript.run(commander, keys, args);
   }
 
   /** From now until the next `INFO` answer, this node's grants wait before they count. */

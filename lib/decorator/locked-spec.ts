@@ -10,8 +10,8 @@ import {
 } from '../keys/key-template';
 import { readParamBindings, type ParamBinding } from '../keys/param-names';
 import { keyFromRouteArguments } from './route-key-plan';
-import type { RunLockedOptions } from '../locking/run-locked';
 import type { OptionNames } from '../options/known-options';
+import type { LockedOptions } from '../options/lock-call-options';
 
 /**
  * A key function: on a provider method it receives the method's arguments; on a controller or
@@ -19,9 +19,6 @@ import type { OptionNames } from '../options/known-options';
  * receives (after pipes). It must return a non-empty string.
  */
 export type LockKeyFactory = (...args: never[]) => string;
-
-/** Options of `@Locked()`; unset fields take the `RedisLockModule` defaults. */
-export type LockedOptions = Omit<RunLockedOptions, 'signal'>;
 
 /** Every `@Locked()` option name, so a misspelt one fails at class definition. */
 export const LOCKED_OPTION_NAMES: OptionNames<LockedOptions> = {

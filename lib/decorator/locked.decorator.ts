@@ -12,13 +12,13 @@ import {
   assertPositive,
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
+import type { LockedOptions } from '../options/lock-call-options';
 import { boundLockService } from './locked-binding';
 import {
   createLockedSpec,
   keyFromArguments,
   LOCKED_METADATA,
   LOCKED_OPTION_NAMES,
-  type LockedOptions,
   type LockedSpec,
   type LockKeyFactory,
 } from './locked-spec';

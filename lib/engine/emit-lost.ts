@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
+import { messages } from '../errors/messages';
 import type { LockHandle } from './lock-handle';
 import { neutralScope } from './neutral-scope';
 
@@ -17,7 +18,7 @@ export function emitLost(
   lock: LockHandle,
 ): void {
   const failed = (listenerError: unknown): void =>
-    logger.error(`A 'lost' listener failed: ${String(listenerError)}`);
+    logger.error(messages.lostListenerFailed(String(listenerError)));
   neutralScope.runInAsyncScope(() => {
     for (const listener of events.rawListeners('lost') as ((...args: unknown[]) => unknown)[]) {
       try {

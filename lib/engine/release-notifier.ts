@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { messages } from '../errors/messages';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { Waiter } from './waiter';
 
@@ -57,7 +58,7 @@ export class ReleaseNotifier {
         .subscribe(channel)
         .catch((error: unknown) => {
           // Not fatal: the waiter still retries on its fallback timer.
-          this.logger.warn(`Could not subscribe to ${channel}: ${String(error)}`);
+          this.logger.warn(messages.subscribeFailed(channel, String(error)));
         });
       entry = { waiters: new Set(), subscribed };
       this.channels.set(channel, entry);
@@ -118,7 +119,7 @@ export class ReleaseNotifier {
     if (!this.subscriber) {
       const subscriber = this.createSubscriber();
       subscriber.onMessage((channel, message) => this.onMessage(channel, message));
-      subscriber.onError((error) => this.logger.warn(`Release subscriber: ${error.message}`));
+      subscriber.onError((error) => this.logger.warn(messages.subscriberFailed(error.message)));
       this.subscriber = subscriber;
     }
     return this.subscriber;

@@ -111,9 +111,7 @@ export class Watchdog {
           batch.forEach((lock, i) => this.settle(lock, 'no-replicas', sentAt, leases[i]));
           return;
         }
-        this.logger.warn(
-          `Renewing ${messages.lockNames(batch)} failed: ${String(error)}; retrying.`,
-        );
+        this.logger.warn(messages.renewFailed(messages.lockNames(batch), String(error)));
         batch.forEach((lock, i) => this.settle(lock, undefined, sentAt, leases[i]));
       },
     );

@@ -125,6 +125,17 @@ export const messages = {
     'notifications use classic PUBLISH/SUBSCRIBE, which every version has. If every node runs ' +
     'Redis 7 or later, allow +command for the Redis user and restart the application to use ' +
     'sharded pub/sub.',
+  releaseFailed: (key: string, reason: string) =>
+    `Releasing lock "${key}" failed (${reason}); it expires by its TTL.`,
+  renewFailed: (locks: string, reason: string) => `Renewing ${locks} failed: ${reason}; retrying.`,
+  cleanUpFailed: (what: string, reason: string) => `${what} failed: ${reason}`,
+  commandFailed: (operation: string, reason: string) => `Redis ${operation} failed: ${reason}`,
+  subscribeFailed: (channel: string, reason: string) =>
+    `Could not subscribe to ${channel}: ${reason}`,
+  subscriberFailed: (reason: string) => `Release subscriber: ${reason}`,
+  lostListenerFailed: (reason: string) => `A 'lost' listener failed: ${reason}`,
+  clusterPubSubNoAnswer: () => 'No Redis Cluster node answered COMMAND INFO SPUBLISH',
+  noAnswerWithin: (ms: number) => `No answer within ${ms} ms`,
   releaseUnknown: (key: string) =>
     `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
     'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',
@@ -196,7 +207,6 @@ export const messages = {
     `extend(ms) needs a number of ms > 0 and <= ${max} (what a timer can wait), got ${describe(ms)}. ` +
     'For a longer hold, let the watchdog renew the lease (and bound it with `maxHold`).',
   released: (key: string) => `Lock "${key}" was released; acquire it again.`,
-  aborted: (key: string) => `Waiting for lock "${key}" was cancelled by its AbortSignal.`,
   shuttingDown: () =>
     'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +
     'shutdown begins (stop consumers and schedulers first), or retry on another instance.',

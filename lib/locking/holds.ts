@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { monotonicNow, suspendedSince } from '../util/clock';
 import type { HeldLock } from '../engine/held-lock';
 import { LockLostError } from '../errors/lock-lost.error';
+import { messages } from '../errors/messages';
 import { ScopedLock } from './scoped-lock';
 
 const logger = new Logger('RedisLock');
@@ -127,7 +128,7 @@ export class Hold {
  */
 export function releaseQuietly(lock: HeldLock): Promise<boolean | 'unknown'> {
   return lock.release().catch((error: unknown) => {
-    logger.warn(`Releasing lock "${lock.key}" failed (${String(error)}); it expires by its TTL.`);
+    logger.warn(messages.releaseFailed(lock.key, String(error)));
     return 'unknown' as const;
   });
 }

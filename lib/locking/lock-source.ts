@@ -12,7 +12,9 @@ export interface LockSource {
   readonly options: Pick<ResolvedRedisLockOptions, 'wait' | 'onBusy' | 'onLost' | 'reentrant'>;
   /**
    * The engine behind the locks: re-entrancy tells its holds apart from another source's by it,
-   * and keys a held lock by its Redis key.
+   * and keys a held lock by its Redis key. Left out of the published declarations, so
+   * `LockService` does not show it either.
+   * @internal
    */
   readonly engine: Pick<LockEngine, 'keysOf'>;
   /** Acquires `key`, or rejects with `LockNotAcquiredError` when the wait runs out. */

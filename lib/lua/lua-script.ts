@@ -4,8 +4,17 @@ import type { RedisCommander } from '../redis/redis-client';
 /**
  * One Lua script, run by EVALSHA (the body is sent once per server, not per call) with an EVAL
  * fallback when the server answers NOSCRIPT — after a restart, a failover or SCRIPT FLUSH.
+ *
+ * Typed by what it takes and answers: `Keys` and `Args` are labelled tuples in the order the
+ * script reads KEYS and ARGV, so a caller passes each one, in order, or fails to compile; `Reply`
+ * is what the script returns, as ioredis hands it over (Lua integers become numbers, tables
+ * arrays). The body is ours, so the reply type is the script's promise, not a runtime check.
  */
-export class LuaScript {
+export class LuaScript<
+  Keys extends readonly string[] = readonly string[],
+  Args extends readonly (string | number)[] = readonly (string | number)[],
+  Reply = unknown,
+> {
   readonly sha: string;
 
   constructor(
@@ -15,13 +24,16 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  run(client: RedisCommander, keys: string[], args: (string | number)[]): Promise<unknown> {
+  run(client: RedisCommander, keys: Keys, args: Args): Promise<Reply> {
     // A plain promise chain, not an async function: this is on every lock command.
-    return client.evalsha(this.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
-      if (!isNoScript(error)) throw error;
-      // EVAL also caches the script, so the next EVALSHA finds it.
-      return client.eval(this.source, keys.length, ...keys, ...args);
-    });
+    const reply = client
+      .evalsha(this.sha, keys.length, ...keys, ...args)
+      .catch((error: unknown) => {
+        if (!isNoScript(error)) throw error;
+        // EVAL also caches the script, so the next EVALSHA finds it.
+        return client.eval(this.source, keys.length, ...keys, ...args);
+      });
+    return reply as Promise<Reply>;
   }
 }
 

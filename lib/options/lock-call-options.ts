@@ -1,4 +1,7 @@
-import type { OnLostPolicy } from './redis-lock-options';
+import type { OnBusyPolicy, OnLostPolicy } from './redis-lock-options';
+
+// The options of one lock call, one interface per way of calling. Every field is optional and
+// falls back on the `RedisLockModule` option of the same name (see redis-lock-options.ts).
 
 /** Options of one `acquire` / `tryAcquire` call; unset fields take the module defaults. */
 export interface AcquireOptions {
@@ -23,10 +26,49 @@ export interface AcquireOptions {
   renew?: boolean;
 }
 
-/** Options of `withLock`. */
+/** Options of `withLock`: those of `acquire`, and what to do about a lost lock and nesting. */
 export interface WithLockOptions extends AcquireOptions {
   /** When the lock was lost while `fn` ran: throw `LockLostError` after it settles, or log. */
   onLost?: OnLostPolicy;
   /** Re-use a lock on the same key already held by this async call chain. @default true */
+  reentrant?: boolean;
+}
+
+/** Options of `@Locked()`; unset fields take the `RedisLockModule` defaults. */
+export interface LockedOptions {
+  /** Lease length in ms (renewed every `ttl / 3` while held, unless `renew` is false). */
+  ttl?: number;
+  /** Wait budget in ms when the lock is busy, on a monotonic clock; 0 = give up at once. */
+  wait?: number;
+  /**
+   * Renew the lease in the background while the method runs (watchdog). Turn off for a fixed
+   * lease that simply expires, e.g. a rate-limit style "at most once per ttl".
+   * @default true
+   */
+  renew?: boolean;
+  /**
+   * Longest time in ms the lock may be held (counted from when the command that granted it was
+   * sent, a suspension of the host included); then it is released and its signal aborts with
+   * `LockLostError` (reason `'max-hold'`). `Infinity` sets no bound.
+   * @default the module's `maxHold` (Infinity)
+   */
+  maxHold?: number;
+  /**
+   * When the lock is still busy after `wait`: `'throw'` a `LockNotAcquiredError` (HTTP 409), or
+   * `'skip'` the call and return `undefined` (for jobs that must run on one instance only).
+   * @default the module's `onBusy` ('throw')
+   */
+  onBusy?: OnBusyPolicy;
+  /**
+   * When the lock was lost while the method ran: `'throw'` a `LockLostError` after it settles,
+   * or only `'log'` it.
+   * @default the module's `onLost` ('throw')
+   */
+  onLost?: OnLostPolicy;
+  /**
+   * A locked call nested in a locked call on the same key (same async call chain) re-uses the
+   * held lock instead of waiting for itself.
+   * @default the module's `reentrant` (true)
+   */
   reentrant?: boolean;
 }

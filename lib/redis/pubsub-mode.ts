@@ -37,7 +37,7 @@ export function choosePubSubMode(answers: readonly NodeAnswer[]): {
   const lacking = answers.find((answer) => 'sharded' in answer && !answer.sharded);
   if (lacking) return { mode: 'classic', reason: lacking };
   if (!answers.some((answer) => 'sharded' in answer || 'refused' in answer)) {
-    throw new Error('No Redis Cluster node answered COMMAND INFO SPUBLISH');
+    throw new Error(messages.clusterPubSubNoAnswer());
   }
   const unknown = answers.find((answer) => !('sharded' in answer));
   return unknown ? { mode: 'classic', reason: unknown } : { mode: 'sharded' };
@@ -92,7 +92,7 @@ function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([
     promise,
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`No answer within ${ms} ms`)), ms);
+      timer = setTimeout(() => reject(new Error(messages.noAnswerWithin(ms))), ms);
     }),
   ]).finally(() => clearTimeout(timer));
 }

@@ -31,7 +31,7 @@ export type LockLostListener = (error: LockLostError, lock: LockHandle) => void;
  */
 @Injectable()
 export class LockService implements LockSource, BeforeApplicationShutdown, OnApplicationShutdown {
-  /** The engine; not part of the public API. @internal */
+  /** The engine; not part of the public API (left out of the published declarations). @internal */
   readonly engine: LockEngine;
 
   constructor(options: RedisLockModuleOptions = {}) {
@@ -145,14 +145,13 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   /**
    * Nest runs this after every `onModuleDestroy`, before the HTTP server stops and before any
    * `onApplicationShutdown` (where clients such as TypeORM's close): held locks are drained here,
-   * while the work holding them can still use those clients.
-   * @internal
+   * while the work holding them can still use those clients. Called by Nest, not by you.
    */
   beforeApplicationShutdown(): Promise<void> {
     return this.engine.drain();
   }
 
-  /** Closes the connections last, after the drain. @internal */
+  /** Closes the connections last, after the drain. Called by Nest, not by you. */
   onApplicationShutdown(): Promise<void> {
     return this.close();
   }

@@ -356,7 +356,7 @@ describe("errorDetails: 'detailed'", () => {
         message: expect.stringMatching(/^Lock "signup:alice@example\.com" is held.*`wait` budget/),
         resource: `signup:${EMAIL}`,
         retryAfter: 1,
-        lockExpiresInMs: expect.any(Number),
+        retryAfterMs: expect.any(Number),
       });
       // Still logged once.
       expect(logs.lines.filter((line) => line.text.includes(`signup:${EMAIL}`))).toHaveLength(1);

@@ -12,7 +12,7 @@ import { failureStatus, publicMessage } from '../shared/lock-failure-answer';
 /**
  * Seconds a client is told to wait on a busy lock. The holder's PTTL is only an upper bound (a
  * renewed lease always shows about `ttl`) and most locked work is short, so advise the smallest
- * value (detailed bodies report the bound as `lockExpiresInMs`).
+ * value (detailed bodies report the bound as `retryAfterMs`).
  */
 const RETRY_AFTER_SECONDS = 1;
 
@@ -53,7 +53,7 @@ export function toLockHttpException(
   if (options.errorDetails === 'detailed' && error instanceof LockNotAcquiredError) {
     body.resource = error.key;
     body.retryAfter = RETRY_AFTER_SECONDS;
-    body.lockExpiresInMs = error.retryAfterMs;
+    body.retryAfterMs = error.retryAfterMs;
   }
   return new HttpException(body, status, { cause: error });
 }

@@ -1,0 +1,41 @@
+/**
+ * Compile-time specification of the Lua scripts' call signatures (checked by `tsc` in
+ * `npm run lint`, never run): a caller passes every key and argument a script reads, of the right
+ * kind, and gets the script's reply type without a cast. Each `@ts-expect-error` below must stay
+ * an error — if the typing were lost, tsc would report the unused directive and the lint would fail.
+ */
+import { acquireScript } from '../../lib/lua/acquire.script';
+import { fairAcquireScript } from '../../lib/lua/fair-acquire.script';
+import { releaseScript } from '../../lib/lua/release.script';
+import { renewManyScript } from '../../lib/lua/renew-many.script';
+import type { RedisCommander } from '../../lib/redis/redis-client';
+
+declare const client: RedisCommander;
+
+export async function accepted(): Promise<void> {
+  const fence: number = await acquireScript.run(client, ['lock', 'lock:fence'], ['t', 1_000, 60]);
+  const released: 0 | 1 = await releaseScript.run(client, ['lock'], ['t', 'PUBLISH', 'channel']);
+  const fair: number | [number, number] = await fairAcquireScript.run(
+    client,
+    ['lock', 'fence', 'queue', 'waiters'],
+    ['t', 1_000, '1', 5_000, 60],
+  );
+  const renewed: (0 | 1)[] = await renewManyScript.run(client, ['a', 'a:fence'], [60, 't', 1_000]);
+  void [fence, released, fair, renewed];
+}
+
+export async function refused(): Promise<void> {
+  // @ts-expect-error the fence counter key is missing
+  await acquireScript.run(client, ['lock'], ['t', 1_000, 60]);
+  // @ts-expect-error one argument too many
+  await acquireScript.run(client, ['lock', 'lock:fence'], ['t', 1_000, 60, 'extra']);
+  // @ts-expect-error the lease and the token swapped
+  await acquireScript.run(client, ['lock', 'lock:fence'], [1_000, 't', 60]);
+  // @ts-expect-error not a publish command
+  await releaseScript.run(client, ['lock'], ['t', 'SET', 'channel']);
+  // @ts-expect-error the fence retention comes first
+  await renewManyScript.run(client, ['a', 'a:fence'], ['t', 1_000]);
+  // @ts-expect-error a fence is a number, not a string reply
+  const fence: string = await acquireScript.run(client, ['lock', 'lock:fence'], ['t', 1_000, 60]);
+  void fence;
+}
