@@ -122,7 +122,7 @@ it('queues, hands over and leaves the fair queue alike', async () => {
       const answer = await fair(token, queue);
       if ('granted' in answer) return { granted: t.fence(answer.granted) };
       if ('ours' in answer) return { ours: t.fence(answer.ours), ...pttl(answer.pttl, 500, 1_000) };
-      return { ...pttl(answer.busy, 4_500, 5_000), fence: t.fence(answer.fence) };
+      return { ...pttl(answer.retryAfterMs, 4_500, 5_000), fence: t.fence(answer.fence) };
     };
     const pttl = (value: number, low: number, high: number) => ({ ms: t.pttl(value, low, high) });
     t.log(await reply('a'));

@@ -8,7 +8,7 @@ export type FairAcquireReply =
   /** Already `token`'s (a release handed it over): its fence, and the lease left (ms). */
   | { ours: number; pttl: number }
   /** Busy: ms until another try is worth it, and the fence counter as it stood. */
-  | { busy: number; fence: number };
+  | { retryAfterMs: number; fence: number };
 
 /** A held lease as the watchdog renews it. */
 export interface RenewableLease {

@@ -150,9 +150,9 @@ describe('MemoryLockBackend (fake timers drive its clock)', () => {
     it('queues the busy, and hands the lock to the head on release, with a lease its entry bounds', async () => {
       const { granted } = (await fair('a')) as { granted: number };
       expect(granted).toBeGreaterThan(0);
-      expect(await fair('b')).toEqual({ busy: 1_000, fence: granted });
+      expect(await fair('b')).toEqual({ retryAfterMs: 1_000, fence: granted });
       jest.advanceTimersByTime(100);
-      expect(await fair('c')).toEqual({ busy: 900, fence: granted });
+      expect(await fair('c')).toEqual({ retryAfterMs: 900, fence: granted });
       expect(backend.queued(keys)).toEqual(['b', 'c']);
 
       expect(await backend.fairRelease(keys, 'a')).toBe(true);
@@ -167,7 +167,10 @@ describe('MemoryLockBackend (fake timers drive its clock)', () => {
       await fair('a', true, 100);
       await fair('b'); // queued at 0, entry until 300
       jest.advanceTimersByTime(150); // a's lease ran out without a release
-      expect(await fair('newcomer', false)).toEqual({ busy: 150, fence: expect.any(Number) });
+      expect(await fair('newcomer', false)).toEqual({
+        retryAfterMs: 150,
+        fence: expect.any(Number),
+      });
       expect(backend.queued(keys)).toEqual(['b']);
       expect(await fair('b')).toEqual({ granted: expect.any(Number) });
       expect(backend.queued(keys)).toEqual([]);

@@ -111,7 +111,7 @@ export class MemoryLockBackend implements FairLockBackend {
       const retry = holder ? this.keys.pttlOf(holder) : (headEntry?.expiresAt ?? now) - now;
       if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl);
       this.keys.dropQueueIfEmpty(keys);
-      return { busy: Math.max(0, retry), fence: this.keys.fence(keys) };
+      return { retryAfterMs: Math.max(0, retry), fence: this.keys.fence(keys) };
     });
   }
 

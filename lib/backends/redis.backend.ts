@@ -145,7 +145,7 @@ export class RedisBackend implements FairLockBackend {
     );
     if (!Array.isArray(reply)) return { granted: reply };
     const [first, second] = reply;
-    return first > 0 ? { ours: first, pttl: second } : { busy: -first, fence: second };
+    return first > 0 ? { ours: first, pttl: second } : { retryAfterMs: -first, fence: second };
   }
 
   async fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {

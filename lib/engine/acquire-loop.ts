@@ -72,7 +72,7 @@ export async function waitForLock(
 
   const first = await attempt(false);
   if (typeof first !== 'number') return { lock: first };
-  if (request.wait <= 0) return { busyFor: first, waited: 0 };
+  if (request.wait <= 0) return { retryAfterMs: first, waited: 0 };
 
   // Subscribe before the next try, so a release between our try and our sleep is never missed.
   const waiter: Waiter = await notifier.register(
@@ -83,21 +83,21 @@ export async function waitForLock(
   );
   const { handOff } = tries;
   try {
-    let busyFor = first;
+    let retryAfterMs = first;
     for (;;) {
       const outcome = await attempt(true);
       if (typeof outcome !== 'number') return { lock: outcome };
-      busyFor = outcome;
+      retryAfterMs = outcome;
       let granted = handOff?.take(waiter);
       if (granted === undefined) {
         const remaining = deadline - monotonicNow();
         if (remaining <= 0) {
           if (unavailable) throw unavailable;
-          return { busyFor, waited: monotonicNow() - started };
+          return { retryAfterMs, waited: monotonicNow() - started };
         }
         // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
         const jitter = Math.random() * options.retryJitter;
-        await waiter.sleep(Math.min(busyFor + jitter, remaining, tries.maxSleep), signal);
+        await waiter.sleep(Math.min(retryAfterMs + jitter, remaining, tries.maxSleep), signal);
         granted = handOff?.take(waiter);
       }
       if (handOff && granted !== undefined) {

@@ -12,7 +12,7 @@ export interface AcquireRequest {
 }
 
 /** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
-export type AcquireOutcome = { lock: HeldLock } | { busyFor: number; waited: number };
+export type AcquireOutcome = { lock: HeldLock } | { retryAfterMs: number; waited: number };
 
 /** How acquire calls try and wait: plainly, or in a fair-mode queue. */
 export interface Acquirer {

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { messages } from '../errors/messages';
 import type { ConnectionWatch } from '../redis/connection-watch';
 import { withTimeout } from '../util/with-timeout';
 
@@ -26,7 +27,7 @@ export class BackgroundCleanups {
       .then(
         () => undefined,
         (error: unknown) => {
-          if (what) this.logger.warn(`${what} failed: ${String(error)}`);
+          if (what) this.logger.warn(messages.cleanUpFailed(what, String(error)));
         },
       )
       .then(() => void this.pending.delete(done));

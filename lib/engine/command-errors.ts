@@ -48,8 +48,6 @@ export function commandFailure(
     const message = messages.commandRefused(operation, subject, (error as Error).message, code);
     return new RedisCommandError(message, code, { cause: error });
   }
-  return new RedisUnavailableError(
-    `Redis ${operation} failed: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
+  const reason = error instanceof Error ? error.message : String(error);
+  return new RedisUnavailableError(messages.commandFailed(operation, reason), { cause: error });
 }

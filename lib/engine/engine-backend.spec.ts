@@ -43,7 +43,7 @@ describe('LockEngine on a backend it is given', () => {
     });
     const first = await engine.acquire(request);
     expect('lock' in first && first.lock.fence).toBe(1);
-    expect(await engine.acquire(request)).toEqual({ busyFor: 10_000, waited: 0 });
+    expect(await engine.acquire(request)).toEqual({ retryAfterMs: 10_000, waited: 0 });
     expect(await engine.isLocked('k')).toBe(true);
     if ('lock' in first) expect(await first.lock.release()).toBe(true);
     expect(await engine.isLocked('k')).toBe(false);

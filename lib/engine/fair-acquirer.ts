@@ -62,7 +62,7 @@ export class FairAcquirer implements Acquirer {
       throw error;
     }
     // Out of budget after queueing. (Answered busy at once, `wait` 0, it never queued.)
-    if ('busyFor' in outcome && request.wait > 0) this.leaveQueue(keys, call);
+    if ('retryAfterMs' in outcome && request.wait > 0) this.leaveQueue(keys, call);
     return outcome;
   }
 
@@ -104,9 +104,9 @@ export class FairAcquirer implements Acquirer {
       context.bounded(sent, 'acquire', `lock "${request.key}"`),
       request.signal,
     );
-    if ('busy' in reply) {
+    if ('retryAfterMs' in reply) {
       call.busy(sentAt, reply.fence, queue);
-      return reply.busy;
+      return reply.retryAfterMs;
     }
     if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
     if ('granted' in reply) {

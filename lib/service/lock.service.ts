@@ -57,7 +57,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   async acquire(key: string, options: AcquireOptions = {}): Promise<LockHandle> {
     const outcome = await this.engine.acquire(this.request(key, options));
     if ('lock' in outcome) return outcome.lock;
-    throw new LockNotAcquiredError(key, outcome.waited, outcome.busyFor);
+    throw new LockNotAcquiredError(key, outcome.waited, outcome.retryAfterMs);
   }
 
   /**
