@@ -157,7 +157,7 @@ describe('bad options', () => {
 
 describe('unknown options', () => {
   /** Options as a JavaScript caller (or a config object typed loosely) could pass them. */
-  const loose = (options: object): RedisLockModuleOptions => options as RedisLockModuleOptions;
+  const loose = (options: object): RedisLockModuleOptions => options;
 
   /** Bootstraps an app importing `lockModule`; resolves what bootstrap failed with, if anything. */
   async function bootstrapFailure(lockModule: ReturnType<typeof RedisLockModule.forRoot>) {

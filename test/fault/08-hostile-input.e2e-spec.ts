@@ -138,7 +138,7 @@ describe('scenario 8: hostile keys on LockService', () => {
     services.push(other);
     const waiting = other.acquire('room:*', { wait: 5_000 });
     const numsub = async (key: string) =>
-      Number(((await redis.pubsub('NUMSUB', lockKeys(PREFIX, key).channel)) as unknown[])[1]);
+      Number((await redis.pubsub('NUMSUB', lockKeys(PREFIX, key).channel))[1]);
     await waitFor(async () => (await numsub('room:*')) === 1);
     expect(await redis.pubsub('NUMPAT')).toBe(0);
     expect(await numsub('room:1')).toBe(0);

@@ -649,5 +649,5 @@ async function startAll<T>(into: T[], starts: readonly Promise<T>[]): Promise<vo
   const results = await Promise.allSettled(starts);
   for (const result of results) if (result.status === 'fulfilled') into.push(result.value);
   const failed = results.find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+  if (failed) throw failed.reason;
 }
