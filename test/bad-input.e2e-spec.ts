@@ -51,7 +51,7 @@ async function failureOf(call: () => unknown): Promise<unknown> {
 async function lockCommandsRun(): Promise<string[]> {
   const stats = await probe.info('commandstats');
   return [...stats.matchAll(/^cmdstat_(\w+):/gm)]
-    .map((match) => match[1])
+    .map((match) => match[1]!)
     .filter((command) => !['info', 'client', 'select', 'ping'].includes(command));
 }
 

@@ -142,7 +142,8 @@ export class RedisBackend implements LockBackend {
       [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention],
     );
     if (!Array.isArray(reply)) return { granted: Number(reply) };
-    const [first, second] = reply.map(Number);
+    // The script answers a number when it grants, else a pair: [ours, pttl] or [-busy, fence].
+    const [first = 0, second = 0] = reply.map(Number);
     return first > 0 ? { ours: first, pttl: second } : { busy: -first, fence: second };
   }
 

@@ -34,8 +34,8 @@ describe('RedlockBackend.acquire', () => {
     const nodes = [fakeNode({ reply: 10, votes: true }), fakeNode({ reply: 5, votes: true })];
     nodes.push(fakeNode());
     expect(await backendOf(nodes).acquire(keys, 't', 1_000)).toBe(10);
-    expect(nodes[0].raiseFence).not.toHaveBeenCalled();
-    expect(nodes[1].raiseFence).toHaveBeenCalledWith(keys, 't', 10);
+    expect(nodes[0]!.raiseFence).not.toHaveBeenCalled();
+    expect(nodes[1]!.raiseFence).toHaveBeenCalledWith(keys, 't', 10);
     expect(nodes.every((node) => node.backend.release.mock.calls.length === 0)).toBe(true);
   });
 
@@ -63,9 +63,9 @@ describe('RedlockBackend.acquire', () => {
   it('rolls the grant back when too few nodes confirm the fence write-back', async () => {
     const nodes = [fakeNode({ reply: 9, votes: true }), fakeNode({ reply: 5, votes: true })];
     nodes.push(fakeNode());
-    nodes[1].raiseFence.mockResolvedValue(false);
+    nodes[1]!.raiseFence.mockResolvedValue(false);
     await expect(backendOf(nodes).acquire(keys, 't', 1_000)).rejects.toThrow(/confirmed its fence/);
-    expect(nodes[0].backend.release).toHaveBeenCalled();
+    expect(nodes[0]!.backend.release).toHaveBeenCalled();
   });
 });
 
@@ -73,20 +73,20 @@ describe('RedlockBackend.renewMany', () => {
   it('keeps a repair when a quorum still had the key', async () => {
     const nodes = [fakeNode(undefined, [1]), fakeNode(undefined, [2]), fakeNode(undefined, [1])];
     expect(await backendOf(nodes).renewMany([lease])).toEqual([true]);
-    expect(nodes[1].backend.release).not.toHaveBeenCalled();
+    expect(nodes[1]!.backend.release).not.toHaveBeenCalled();
   });
 
   it('counts a re-created key as no vote, and deletes it again when the lock is not ours', async () => {
     const nodes = [fakeNode(undefined, [1]), fakeNode(undefined, [2]), fakeNode(undefined, [2])];
     expect(await backendOf(nodes).renewMany([lease])).toEqual([false]);
-    expect(nodes[1].backend.release).toHaveBeenCalledWith(keys, 't');
-    expect(nodes[2].backend.release).toHaveBeenCalledWith(keys, 't');
-    expect(nodes[0].backend.release).not.toHaveBeenCalled();
+    expect(nodes[1]!.backend.release).toHaveBeenCalledWith(keys, 't');
+    expect(nodes[2]!.backend.release).toHaveBeenCalledWith(keys, 't');
+    expect(nodes[0]!.backend.release).not.toHaveBeenCalled();
   });
 
   it('undoes repairs when it cannot tell (a node did not answer)', async () => {
     const nodes = [fakeNode(undefined, [1]), fakeNode(undefined, [2]), fakeNode()];
     expect(await backendOf(nodes).renewMany([lease])).toEqual([undefined]);
-    expect(nodes[1].backend.release).toHaveBeenCalledWith(keys, 't');
+    expect(nodes[1]!.backend.release).toHaveBeenCalledWith(keys, 't');
   });
 });

@@ -97,7 +97,7 @@ describe('scenario 8: hostile keys on LockService', () => {
     expect(leases).toHaveLength(HOSTILE_KEYS.length);
     for (const [i, key] of HOSTILE_KEYS.entries()) {
       // The Redis name the library gives the key (as it is; one more `{` before a leading brace).
-      expect(await redis.get(locks.engine.keysOf(key).lock)).toBe(held[i].token);
+      expect(await redis.get(locks.engine.keysOf(key).lock)).toBe(held[i]!.token);
       expect(await locks.isLocked(key)).toBe(true);
     }
     // Glob characters are literal: `*` held does not make other keys look locked.
