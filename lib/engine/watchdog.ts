@@ -101,7 +101,7 @@ export class Watchdog {
 
   private renewBatch(batch: HeldLock[]): void {
     const sentAt = monotonicNow();
-    // Each lock with the lease it had when the renewal was sent (a renewal answer may change it).
+    // Each lock with the lease it had when this renewal was sent: its answer is judged by that one.
     const sent = batch.map((lock) => ({ lock, lease: lock.lease }));
     const settled = this.renew(batch).then(
       (answers) =>

@@ -72,7 +72,7 @@ function watchWallClock(monotonic: number): void {
 export function suspendedSince(since: number): number {
   watchWallClock(source.monotonic());
   let total = 0;
-  // Oldest first, so the jumps after `since` are the last ones; there are few (MAX_JUMPS at most).
+  // A full pass: there are MAX_JUMPS at most.
   for (const jump of jumps) if (jump.at > since) total += jump.ms;
   return total;
 }
