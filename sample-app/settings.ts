@@ -74,6 +74,7 @@ function parseSeed(raw: string, problems: string[]): ShopSettings['seedVouchers'
         problems.push(`SEED_VOUCHERS entry "${entry}" must look like voucherId:stock`);
         return [];
       }
-      return [{ voucherId: match[1], stock: Number(match[2]) }];
+      const [, voucherId = '', stock] = match;
+      return [{ voucherId, stock: Number(stock) }];
     });
 }

@@ -62,7 +62,7 @@ async function run(redisUrl: string, prefix: string): Promise<number> {
       `concurrent orders · voucher "${VOUCHER}" with stock ${STOCK} · ORDER_DELAY_MS=${ORDER_DELAY_MS}`,
   );
   // Latencies depend on the machine: the replicas and the client share its CPUs.
-  console.log(`machine: ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)}\n`);
+  console.log(`machine: ${cpus().length} CPUs, load average ${loadavg()[0]!.toFixed(1)}\n`);
   const off = await scenario(redisUrl, `${prefix}off:`, false);
   const on = await scenario(redisUrl, `${prefix}on:`, true);
   console.log();
@@ -85,17 +85,17 @@ async function scenario(redisUrl: string, prefix: string, locks: boolean): Promi
     async () => {
       const ports = fleet.urls.map((url) => url.split(':').pop()).join(', ');
       process.stdout.write(`ready (${ports}); burst … `);
-      await resetVoucher(fleet.urls[0], VOUCHER, STOCK);
+      await resetVoucher(fleet.urls[0]!, VOUCHER, STOCK);
       const attempts = await fireBurst({
         urls: fleet.urls,
         voucherId: VOUCHER,
         users: USERS,
         attemptsPerUser: ATTEMPTS,
       });
-      const summary = summarize(attempts, await readVoucher(fleet.urls[1], VOUCHER), REPLICAS);
+      const summary = summarize(attempts, await readVoucher(fleet.urls[1]!, VOUCHER), REPLICAS);
       process.stdout.write('done; letting the settlement job run … ');
       await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-      const { settled } = await readVoucher(fleet.urls[2], VOUCHER);
+      const { settled } = await readVoucher(fleet.urls[2]!, VOUCHER);
       process.stdout.write('stopping.\n');
       return { ...summary, settled };
     },

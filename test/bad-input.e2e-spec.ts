@@ -50,7 +50,7 @@ async function failureOf(call: () => unknown): Promise<unknown> {
 async function lockCommandsRun(): Promise<string[]> {
   const stats = await probe.info('commandstats');
   return [...stats.matchAll(/^cmdstat_(\w+):/gm)]
-    .map((match) => match[1])
+    .map((match) => match[1]!)
     .filter((command) => !['info', 'client', 'select', 'ping'].includes(command));
 }
 
@@ -120,7 +120,7 @@ describe('bad options', () => {
 
 describe('unknown options', () => {
   /** Options as a JavaScript caller (or a config object typed loosely) could pass them. */
-  const loose = (options: object): RedisLockModuleOptions => options as RedisLockModuleOptions;
+  const loose = (options: object): RedisLockModuleOptions => options;
 
   /** Bootstraps an app importing `lockModule`; resolves what bootstrap failed with, if anything. */
   async function bootstrapFailure(lockModule: ReturnType<typeof RedisLockModule.forRoot>) {

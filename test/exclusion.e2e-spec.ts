@@ -31,12 +31,12 @@ describe('mutual exclusion', () => {
   it('grants exactly one of many simultaneous acquires of a free key', async () => {
     const instances = [1, 2, 3, 4].map(() => services.create());
     const attempts = await Promise.all(
-      Array.from({ length: 24 }, (_, i) => instances[i % instances.length].tryAcquire('race')),
+      Array.from({ length: 24 }, (_, i) => instances[i % instances.length]!.tryAcquire('race')),
     );
     const granted = attempts.filter((lock): lock is LockHandle => lock !== null);
     expect(granted).toHaveLength(1);
-    expect(await redis.get(keyOf('race'))).toBe(granted[0].token);
-    await granted[0].release();
+    expect(await redis.get(keyOf('race'))).toBe(granted[0]!.token);
+    await granted[0]!.release();
   });
 
   it('locks distinct keys independently', async () => {

@@ -97,7 +97,7 @@ describe('on one Redis', () => {
     const locks = services.create({ ttl: 2_000 });
     const held = await Promise.all(['a', 'b', 'c'].map((key) => locks.acquire(`ttl:${key}`)));
     const whileHeld = await keysWithoutTtl(redis, prefix);
-    await held[0].extend(60_000);
+    await held[0]!.extend(60_000);
     const afterExtend = await keysWithoutTtl(redis, prefix);
     await Promise.all(held.map((lock) => lock.release()));
     const afterRelease = await keysWithoutTtl(redis, prefix);
@@ -253,7 +253,7 @@ describe('on a Redis Cluster (3 primaries)', () => {
       const keys = Array.from({ length: 12 }, (_, i) => `cluster:${fair}:${i}`);
       const held = await Promise.all(keys.map((key) => locks.acquire(key)));
       let queued: Promise<LockHandle> | undefined;
-      if (fair) queued = services.create(options).acquire(keys[0], { wait: 10_000 });
+      if (fair) queued = services.create(options).acquire(keys[0]!, { wait: 10_000 });
       if (fair) {
         await waitFor(async () => {
           const all = await Promise.all(clients.map((client) => keysUnder(client, prefix)));

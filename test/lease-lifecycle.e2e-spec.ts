@@ -31,7 +31,7 @@ it('reports a fixed lease (renew: false) that ran out before its release, unaske
   lock.signal.addEventListener('abort', () => (aborted = true));
   await waitFor(() => lost.length === 1, 2_000); // nobody reads the signal meanwhile
   expect(aborted).toBe(true);
-  expect(lost[0].reason).toBe('deadline');
+  expect(lost[0]!.reason).toBe('deadline');
   expect(await lock.release()).toBe(false);
 });
 

@@ -463,7 +463,7 @@ describe("a re-entrant call's own maxHold", () => {
     expect(events.map(({ key, reason }) => `${key}:${reason}`)).toEqual([
       'silent-inner-max-hold:max-hold',
     ]);
-    expect(events[0].handle).toBe(innerLock);
+    expect(events[0]!.handle).toBe(innerLock);
     expect(warned.filter((line) => line.includes('"silent-inner-max-hold"'))).toHaveLength(1);
     expect(keyHeldAfterInnerBound).toBe(true);
   });

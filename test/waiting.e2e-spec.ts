@@ -122,18 +122,18 @@ describe('waiting for a busy lock', () => {
     const instances = [services.create(), services.create()];
     const fences: number[] = [];
     for (let i = 0; i < 6; i++) {
-      const lock: LockHandle = await instances[i % 2].acquire('fenced', { wait: 2_000 });
+      const lock: LockHandle = await instances[i % 2]!.acquire('fenced', { wait: 2_000 });
       fences.push(lock.fence);
       await lock.release();
     }
     // A lease that expired instead of being released counts as a holder too.
-    const expired = await instances[0].acquire('fenced', { ttl: 100, renew: false });
+    const expired = await instances[0]!.acquire('fenced', { ttl: 100, renew: false });
     fences.push(expired.fence);
-    const next = await instances[1].acquire('fenced', { wait: 2_000 });
+    const next = await instances[1]!.acquire('fenced', { wait: 2_000 });
     fences.push(next.fence);
     await next.release();
 
-    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
   });
 });
 

@@ -35,7 +35,7 @@ afterAll(async () => {
  * inside Redis (its message is the token).
  */
 function commandsNaming(commands: string[][], token: string): string[][] {
-  return commands.filter((args) => args.includes(token) && args[0].toLowerCase() !== 'publish');
+  return commands.filter((args) => args.includes(token) && args[0]!.toLowerCase() !== 'publish');
 }
 
 /** Every command the server runs, in order, as MONITOR reports it. */
@@ -54,7 +54,7 @@ async function monitorCommands(): Promise<{ commands: string[][]; stop: () => vo
 }
 
 const runs = (script: { sha: string; source: string }, args: string[]): boolean =>
-  /^eval(sha)?$/i.test(args[0]) && (args[1] === script.sha || args[1] === script.source);
+  /^eval(sha)?$/i.test(args[0]!) && (args[1] === script.sha || args[1] === script.source);
 
 async function evalshaCalls(): Promise<number> {
   const stats = await probe.info('commandstats');
@@ -110,7 +110,7 @@ describe('watchdog', () => {
       const renewals = own.filter((args) => runs(renewManyScript, args));
       expect(renewals.length).toBeGreaterThanOrEqual(2);
       // The release is the last command that mentions this holder's token.
-      expect(runs(releaseScript, own[own.length - 1])).toBe(true);
+      expect(runs(releaseScript, own[own.length - 1]!)).toBe(true);
     } finally {
       stop();
     }
@@ -136,7 +136,7 @@ describe('watchdog', () => {
       expect(await evalshaCalls()).toBe(evalshaAfterSettle);
       const own = commandsNaming(commands, token);
       expect(own.filter((args) => runs(renewManyScript, args)).length).toBeGreaterThanOrEqual(1);
-      expect(runs(releaseScript, own[own.length - 1])).toBe(true);
+      expect(runs(releaseScript, own[own.length - 1]!)).toBe(true);
     } finally {
       stop();
     }
@@ -186,15 +186,15 @@ describe('watchdog', () => {
     await probe.del(keyOf('batch:b'));
     await probe.hset(keyOf('batch:b'), 'field', 'value');
     await sleep(TTL * 1.5);
-    expect(b.isHeld).toBe(false);
-    expect((b.signal.reason as LockLostError).reason).toBe('not-owner');
+    expect(b!.isHeld).toBe(false);
+    expect((b!.signal.reason as LockLostError).reason).toBe('not-owner');
     for (const lock of [a, c]) {
-      expect(lock.isHeld).toBe(true);
-      expect(await probe.get(keyOf(lock.key))).toBe(lock.token);
+      expect(lock!.isHeld).toBe(true);
+      expect(await probe.get(keyOf(lock!.key))).toBe(lock!.token);
     }
     expect(await probe.hget(keyOf('batch:b'), 'field')).toBe('value');
-    expect(await a.release()).toBe(true);
-    expect(await c.release()).toBe(true);
+    expect(await a!.release()).toBe(true);
+    expect(await c!.release()).toBe(true);
     await probe.del(keyOf('batch:b'));
   });
 });

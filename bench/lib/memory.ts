@@ -127,11 +127,11 @@ function trackTimers() {
         if (live.size > state.peak) state.peak = live.size;
         return timer;
       };
-      globalThis.setTimeout = Object.assign(patchedSet, originalSet) as typeof setTimeout;
-      globalThis.clearTimeout = ((timer?: NodeJS.Timeout | string | number) => {
+      globalThis.setTimeout = Object.assign(patchedSet, originalSet);
+      globalThis.clearTimeout = (timer?: NodeJS.Timeout | string | number) => {
         live.delete(timer);
         originalClear(timer);
-      }) as typeof clearTimeout;
+      };
     },
     stop(): void {
       globalThis.setTimeout = originalSet;

@@ -57,7 +57,7 @@ export class RedisBackend implements FairLockBackend {
     private readonly fenceRetention: number,
     replicaAck?: ReplicaAckOptions,
   ) {
-    this.client = connection.client as RedisClient & RedisCommander;
+    this.client = connection.client;
     this.cluster = isClusterClient(connection.client);
     this.keyPrefix = String(connection.client.options.keyPrefix ?? '');
     if (this.cluster)

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { monotonicNow } from '../util/clock';
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import type { RedisClient, RedisCommander } from '../redis/redis-client';
+import type { RedisClient } from '../redis/redis-client';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { raiseFenceScript } from '../lua/raise-fence.script';
 import { redlockRenewScript } from '../lua/redlock-renew.script';
@@ -95,7 +95,7 @@ export class RedlockNode implements QuorumNode {
 
   /** Raises this node's fence counter to `fence`; resolves false when the key is not ours here. */
   async raiseFence(keys: LockRedisKeys, token: string, fence: number): Promise<boolean> {
-    const commander = this.client as RedisClient & RedisCommander;
+    const commander = this.client;
     return (
       (await raiseFenceScript.run(commander, [keys.lock, keys.fence], [token, String(fence)])) === 1
     );
@@ -110,8 +110,7 @@ export class RedlockNode implements QuorumNode {
       keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
       args.push(lease.token, String(Math.ceil(lease.lease)), String(lease.fence));
     }
-    const commander = this.client as RedisClient & RedisCommander;
-    return redlockRenewScript.run(commander, keys, args);
+    return redlockRenewScript.run(this.client, keys, args);
   }
 
   /** From now until the next `INFO` answer, this node's grants wait before they count. */

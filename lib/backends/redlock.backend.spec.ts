@@ -56,8 +56,8 @@ describe('RedlockBackend.acquire', () => {
   it('grants with a quorum of votes, and writes the fence back where the counter is lower', async () => {
     const nodes = [fakeNode(yes(10)), fakeNode(yes(5)), fakeNode()];
     expect(await backendOf(nodes).acquire(keys, 't', 1_000)).toBe(10);
-    expect(nodes[0].raiseFence).not.toHaveBeenCalled();
-    expect(nodes[1].raiseFence).toHaveBeenCalledWith(keys, 't', 10);
+    expect(nodes[0]!.raiseFence).not.toHaveBeenCalled();
+    expect(nodes[1]!.raiseFence).toHaveBeenCalledWith(keys, 't', 10);
     expect(nodes.every((node) => node.backend.release.mock.calls.length === 0)).toBe(true);
   });
 
@@ -80,9 +80,9 @@ describe('RedlockBackend.acquire', () => {
 
   it('rolls the grant back when too few nodes confirm the fence write-back', async () => {
     const nodes = [fakeNode(yes(9)), fakeNode(yes(5)), fakeNode()];
-    nodes[1].raiseFence.mockResolvedValue(false);
+    nodes[1]!.raiseFence.mockResolvedValue(false);
     await expect(backendOf(nodes).acquire(keys, 't', 1_000)).rejects.toThrow(/confirmed its fence/);
-    expect(nodes[0].backend.release).toHaveBeenCalled();
+    expect(nodes[0]!.backend.release).toHaveBeenCalled();
   });
 
   it.each([
@@ -197,21 +197,21 @@ describe('RedlockBackend.renewMany', () => {
   it('keeps a repair when a quorum still had the key', async () => {
     const nodes = [fakeNode(undefined, [1]), fakeNode(undefined, [2]), fakeNode(undefined, [1])];
     expect(await backendOf(nodes).renewMany([lease])).toEqual([true]);
-    expect(nodes[1].backend.release).not.toHaveBeenCalled();
+    expect(nodes[1]!.backend.release).not.toHaveBeenCalled();
   });
 
   it('counts a re-created key as no vote, and deletes it again when the lock is not ours', async () => {
     const nodes = [fakeNode(undefined, [1]), fakeNode(undefined, [2]), fakeNode(undefined, [2])];
     expect(await backendOf(nodes).renewMany([lease])).toEqual([false]);
-    expect(nodes[1].backend.release).toHaveBeenCalledWith(keys, 't');
-    expect(nodes[2].backend.release).toHaveBeenCalledWith(keys, 't');
-    expect(nodes[0].backend.release).not.toHaveBeenCalled();
+    expect(nodes[1]!.backend.release).toHaveBeenCalledWith(keys, 't');
+    expect(nodes[2]!.backend.release).toHaveBeenCalledWith(keys, 't');
+    expect(nodes[0]!.backend.release).not.toHaveBeenCalled();
   });
 
   it('undoes repairs when it cannot tell (a node did not answer)', async () => {
     const nodes = [fakeNode(undefined, [1]), fakeNode(undefined, [2]), fakeNode()];
     expect(await backendOf(nodes).renewMany([lease])).toEqual([undefined]);
-    expect(nodes[1].backend.release).toHaveBeenCalledWith(keys, 't');
+    expect(nodes[1]!.backend.release).toHaveBeenCalledWith(keys, 't');
   });
 
   it('decides each lease of a batch on its own', async () => {
@@ -230,7 +230,7 @@ describe('RedlockBackend.renewMany', () => {
     await expect(backendOf(nodes).renewMany([lease, other])).rejects.toThrow(
       /only 1 of 3 nodes answered/,
     );
-    expect(nodes[0].backend.release.mock.calls).toEqual([[keys, 't']]);
+    expect(nodes[0]!.backend.release.mock.calls).toEqual([[keys, 't']]);
   });
 });
 
@@ -253,7 +253,7 @@ describe('RedlockBackend over in-memory nodes', () => {
   it('grants over a node that another holder still blocks, and is busy once two do', async () => {
     const nodes = [memoryNode(), memoryNode(), memoryNode()];
     const redlock = backendOf(nodes);
-    await nodes[0].backend.acquire(keys, 'stale', 1_000);
+    await nodes[0]!.backend.acquire(keys, 'stale', 1_000);
     expect(await redlock.acquire(keys, 'a', 1_000)).toBeGreaterThan(0);
     expect(nodes.map((node) => node.backend.holder(keys))).toEqual(['stale', 'a', 'a']);
     expect(await redlock.acquire(keys, 'b', 1_000)).toBeLessThan(0);
@@ -268,8 +268,8 @@ describe('RedlockBackend over in-memory nodes', () => {
     const pubsub = redlock.createPubSub();
     pubsub.onMessage((_, message) => heard.push(message));
     await pubsub.subscribe(keys.channel);
-    await nodes[2].backend.acquire(keys, 'a', 1_000);
-    await nodes[2].backend.release(keys, 'a');
+    await nodes[2]!.backend.acquire(keys, 'a', 1_000);
+    await nodes[2]!.backend.release(keys, 'a');
     await new Promise((resolve) => setImmediate(resolve));
     expect(heard).toEqual(['a']);
   });

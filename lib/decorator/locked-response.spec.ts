@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Next, Post, Res } from '@nestjs/common';
 import { Ack, MessageBody, SubscribeMessage } from '@nestjs/websockets';
+import { EventEmitter } from 'node:events';
 import { LockedCall } from '../locking/locked-call';
 import { Locked } from './locked.decorator';
 import { getResponseBinding, runHeldCall, type ResponseBinding } from './locked-response';
@@ -94,7 +95,6 @@ describe('runHeldCall', () => {
     ).toThrow('boom');
     await failing.drain();
 
-    const { EventEmitter } = await import('node:events');
     const client = new EventEmitter();
     const left = new LockedCall();
     left.client = client;

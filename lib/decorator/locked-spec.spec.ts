@@ -157,7 +157,7 @@ describe('keys of handler calls, from the arguments the handler receives (keyFro
       assertRoutePlaceholders(
         spec(owner, method),
         owner,
-        (owner.prototype as Record<string, object>)[method],
+        (owner.prototype as Record<string, object>)[method]!,
       );
 
     it('a name that matches two parameters', () => {

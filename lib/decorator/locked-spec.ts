@@ -106,7 +106,8 @@ const checkedAgainstParams = new WeakSet<LockedSpec>();
 /** `(...args)` alone is what a wrapping decorator's function looks like: the real names are hidden. */
 function looksWrapped(params: ReadonlyMap<string, ParamBinding>): boolean {
   const bindings = [...params.values()];
-  return bindings.length === 1 && bindings[0].rest === true && bindings[0].index === 0;
+  const [first] = bindings;
+  return bindings.length === 1 && first?.rest === true && first.index === 0;
 }
 
 /** The key of a provider-method call, from its arguments. */

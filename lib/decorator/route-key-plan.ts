@@ -118,18 +118,21 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
     );
   }
   const source = REQUEST_SOURCES.find((one) => one === root);
-  if (plan.kind === 'http' && source && rest.length > 0) {
-    const named = targets[0]?.parameter;
-    if (!named) return sourceReader(source, rest, placeholder, plan);
+  const [field, ...more] = rest;
+  if (plan.kind === 'http' && source && field !== undefined) {
+    const named = targets[0];
+    if (!named) return sourceReader(source, [field, ...more], placeholder, plan);
     // A parameter named like a source must read that very source, or the name says two things.
-    const same = named.custom ? source === 'user' : named.source === source && !named.field;
+    const { parameter } = named;
+    const same = parameter.custom
+      ? source === 'user'
+      : parameter.source === source && !parameter.field;
     if (!same) {
-      fail(
-        messages.sourceConflict(template, placeholder.text, plan.spec.where, describe(targets[0])),
-      );
+      fail(messages.sourceConflict(template, placeholder.text, plan.spec.where, describe(named)));
     }
   }
-  if (targets.length === 1) return argumentReader(targets[0], rest);
+  const [only] = targets;
+  if (targets.length === 1 && only) return argumentReader(only, rest);
   if (plan.kind === 'message')
     return payloadReader(root === 'data' || root === 'payload' ? rest : placeholder.path, plan);
   return fail(
@@ -176,7 +179,7 @@ function argumentReader({ parameter, path }: Target, rest: readonly string[]): K
  */
 function sourceReader(
   source: RequestSource,
-  [field, ...more]: readonly string[],
+  [field, ...more]: readonly [string, ...string[]],
   placeholder: Placeholder,
   plan: PlanContext,
 ): KeyReader {
@@ -217,12 +220,13 @@ function payloadReader(path: readonly string[], plan: PlanContext): KeyReader {
 /** True when the method's own parameter names are unknown: `(...args)` is a wrapper's signature. */
 function namesHidden({ spec, parameters }: PlanContext): boolean {
   const bindings = [...(spec.params?.values() ?? [])];
-  const wrapped = bindings.length === 1 && bindings[0].rest === true && bindings[0].index === 0;
+  const [first] = bindings;
+  const wrapped = bindings.length === 1 && first?.rest === true && first.index === 0;
   return parameters.length > 0 && (!spec.params || wrapped);
 }
 
 /** What an unknown bare name could have meant, most likely first. */
-function suggestions(path: readonly string[], plan: PlanContext): string[] {
+function suggestions(path: Placeholder['path'], plan: PlanContext): string[] {
   const dotted = path.join('.');
   const out: string[] = [];
   if (!plan.routeParams || plan.routeParams.has(path[0])) out.push(`<params.${dotted}>`);

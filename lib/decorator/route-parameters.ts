@@ -122,7 +122,8 @@ export function routeParams(controller: object, handler: object): Set<string> | 
   ]) {
     for (const one of Array.isArray(path) ? path : [path ?? '']) {
       if (typeof one !== 'string') return undefined;
-      for (const match of one.matchAll(/[:*]([A-Za-z_$][\w$]*)/g)) found.add(match[1]);
+      // The pattern's one group is not optional, so every match has it.
+      for (const match of one.matchAll(/[:*]([A-Za-z_$][\w$]*)/g)) found.add(match[1]!);
     }
   }
   return found;

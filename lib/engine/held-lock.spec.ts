@@ -77,7 +77,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     const extended = lock.extend(5_000);
     await jest.advanceTimersByTimeAsync(250); // the renewal was due at 200 ms
     expect(names()).toEqual(['extend 5000']);
-    sent[0].answer(true);
+    sent[0]!.answer(true);
     await extended;
     expect(lock.validUntil).toBe(5_000 + (Date.now() - 250));
     await jest.advanceTimersByTimeAsync(5_000 / 3);
@@ -91,10 +91,10 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     const extended = lock.extend(3_000);
     await jest.advanceTimersByTimeAsync(10);
     expect(names()).toEqual(['renew 1']);
-    sent[0].answer([true]);
+    sent[0]!.answer([true]);
     await jest.advanceTimersByTimeAsync(0);
     expect(names()).toEqual(['renew 1', 'extend 3000']);
-    sent[1].answer(true);
+    sent[1]!.answer(true);
     await extended;
   });
 
@@ -103,7 +103,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     const start = Date.now();
     const extended = lock.extend(1_000);
     expect(lock.validUntil).toBe(start + 1_000); // it may have run already
-    sent[0].fail(new Error('timed out'));
+    sent[0]!.fail(new Error('timed out'));
     await expect(extended).rejects.toThrow('timed out');
     expect(lock.validUntil).toBe(start + 1_000);
   });
@@ -113,7 +113,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     const extended = lock.extend(5_000).catch((error: unknown) => error);
     await jest.advanceTimersByTimeAsync(601);
     expect(lost.map((error) => error.reason)).toEqual(['deadline']);
-    sent[0].answer(true);
+    sent[0]!.answer(true);
     expect(await extended).toBeInstanceOf(LockLostError);
   });
 
@@ -157,7 +157,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
       }
     }
     expect(names()).toContain('renew a:1 a:2'); // the stuck node's batch, never answered
-    expect([a1.isHeld, a2.isHeld, b1.isHeld, b2.isHeld]).toEqual([false, false, true, true]);
+    expect([a1!.isHeld, a2!.isHeld, b1!.isHeld, b2!.isHeld]).toEqual([false, false, true, true]);
     expect(lost.map((error) => [error.key, error.reason])).toEqual([
       ['a:1', 'deadline'],
       ['a:2', 'deadline'],
@@ -170,7 +170,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     expect(names()).toEqual(['renew 1']);
     const refused = new ReplyError('NOREPLICAS Not enough good replicas to write.');
     // As the engine hands it on: wrapped, the reply as its cause.
-    sent[0].fail(new Error('Redis renewal failed', { cause: refused }));
+    sent[0]!.fail(new Error('Redis renewal failed', { cause: refused }));
     await jest.advanceTimersByTimeAsync(0);
     expect(lost.map((error) => error.reason)).toEqual(['no-replicas']);
     expect(lock.signal.aborted).toBe(true);
@@ -180,7 +180,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
   it('retries a renewal that failed otherwise, until the deadline', async () => {
     hold(6_000);
     await jest.advanceTimersByTimeAsync(2_000);
-    sent[0].fail(new ReplyError("READONLY You can't write against a read only replica."));
+    sent[0]!.fail(new ReplyError("READONLY You can't write against a read only replica."));
     await jest.advanceTimersByTimeAsync(0);
     expect(lost).toEqual([]);
   });
@@ -204,7 +204,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     expect(lock.isHeld).toBe(true); // the jump is seen here, not by the watchdog
     await jest.advanceTimersByTimeAsync(50);
     expect(names()).toEqual(['renew 1']);
-    sent[0].answer([true]);
+    sent[0]!.answer([true]);
     await jest.advanceTimersByTimeAsync(1_000); // past the deadline the jump left
     expect(lock.isHeld).toBe(true);
     expect(lost).toEqual([]);

@@ -101,18 +101,20 @@ export class Watchdog {
 
   private renewBatch(batch: HeldLock[]): void {
     const sentAt = monotonicNow();
-    const leases = batch.map((lock) => lock.lease);
+    // Each lock with the lease it had when this renewal was sent: its answer is judged by that one.
+    const sent = batch.map((lock) => ({ lock, lease: lock.lease }));
     const settled = this.renew(batch).then(
-      (answers) => batch.forEach((lock, i) => this.settle(lock, answers[i], sentAt, leases[i])),
+      (answers) =>
+        sent.forEach(({ lock, lease }, i) => this.settle(lock, answers[i], sentAt, lease)),
       (error: unknown) => {
         if (refusedForLackOfReplicas(error)) {
           // The primary is cut off from its replicas, maybe while one is promoted elsewhere and
           // grants these keys again: give the locks up now rather than at their deadline.
-          batch.forEach((lock, i) => this.settle(lock, 'no-replicas', sentAt, leases[i]));
+          sent.forEach(({ lock, lease }) => this.settle(lock, 'no-replicas', sentAt, lease));
           return;
         }
         this.logger.warn(messages.renewFailed(messages.lockNames(batch), String(error)));
-        batch.forEach((lock, i) => this.settle(lock, undefined, sentAt, leases[i]));
+        sent.forEach(({ lock, lease }) => this.settle(lock, undefined, sentAt, lease));
       },
     );
     for (const lock of batch) lock.leaseChange = settled;

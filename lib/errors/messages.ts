@@ -101,8 +101,11 @@ export const messages = {
     `Redis ${address} has maxmemory-policy ${policy}: under memory pressure it may evict lock ` +
     'keys (each has a TTL) and let a second holder in. Set maxmemory-policy to noeviction.',
   /** `lock "a"`, or `3 locks ("a", …)` for a batch. */
-  lockNames: (locks: readonly { key: string }[]) =>
-    locks.length === 1 ? `lock "${locks[0].key}"` : `${locks.length} locks ("${locks[0].key}", …)`,
+  lockNames: (locks: readonly { key: string }[]) => {
+    const [first, second] = locks;
+    if (!first) return 'no locks';
+    return second ? `${locks.length} locks ("${first.key}", …)` : `lock "${first.key}"`;
+  },
   commandRefused: (operation: string, subject: string, reply: string, code: string) =>
     `Redis refused ${operation} of ${subject}: ${reply}. ` +
     (code === 'WRONGTYPE'

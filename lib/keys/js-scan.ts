@@ -40,7 +40,7 @@ export interface CodeChar {
  */
 export function* codeChars(source: string, from = 0, to = source.length): Generator<CodeChar> {
   for (const piece of pieces(source, from, to)) {
-    if (piece.kind === 'code') yield { index: piece.index, char: source[piece.index] };
+    if (piece.kind === 'code') yield { index: piece.index, char: source.charAt(piece.index) };
   }
 }
 
@@ -66,11 +66,11 @@ function* pieces(source: string, from: number, to: number): Generator<Piece> {
   /** What came last: '' (nothing yet), a punctuation character, 'value', or a keyword. */
   let previous = '';
   for (let i = from; i < to; i++) {
-    const char = source[i];
+    const char = source.charAt(i);
     if (SPACE.test(char)) continue;
     if (WORD.test(char)) {
       let end = i;
-      while (end + 1 < to && WORD.test(source[end + 1])) end++;
+      while (end + 1 < to && WORD.test(source.charAt(end + 1))) end++;
       const word = source.slice(i, end + 1);
       // After a dot a keyword is a property name (`x.return / 2`): a value.
       previous = previous !== '.' && BEFORE_EXPRESSION.has(word) ? word : 'value';
@@ -91,7 +91,7 @@ function* pieces(source: string, from: number, to: number): Generator<Piece> {
 }
 
 function isComment(source: string, i: number): boolean {
-  return source[i] === '/' && (source[i + 1] === '/' || source[i + 1] === '*');
+  return source.charAt(i) === '/' && (source.charAt(i + 1) === '/' || source.charAt(i + 1) === '*');
 }
 
 function regexMayStart(previous: string): boolean {
@@ -108,15 +108,15 @@ function tokenEnd(
   to: number,
   regexAllowed: boolean,
 ): number | undefined {
-  const char = source[i];
+  const char = source.charAt(i);
   if (char === '"' || char === "'") return quotedEnd(source, i, to);
   if (char === '`') return templateEnd(source, i, to);
   if (char !== '/') return undefined;
-  if (source[i + 1] === '/') {
+  if (source.charAt(i + 1) === '/') {
     const newline = source.indexOf('\n', i + 2);
     return newline === -1 || newline >= to ? to - 1 : newline - 1;
   }
-  if (source[i + 1] === '*') {
+  if (source.charAt(i + 1) === '*') {
     const close = source.indexOf('*/', i + 2);
     return close === -1 || close + 1 >= to ? -1 : close + 1;
   }
@@ -125,9 +125,9 @@ function tokenEnd(
 
 function quotedEnd(source: string, start: number, to: number): number {
   for (let i = start + 1; i < to; i++) {
-    if (source[i] === '\\') i++;
-    else if (source[i] === source[start]) return i;
-    else if (source[i] === '\n') return -1;
+    if (source.charAt(i) === '\\') i++;
+    else if (source.charAt(i) === source.charAt(start)) return i;
+    else if (source.charAt(i) === '\n') return -1;
   }
   return -1;
 }
@@ -135,9 +135,9 @@ function quotedEnd(source: string, start: number, to: number): number {
 /** A template literal, with its `${…}` expressions (which may hold templates of their own). */
 function templateEnd(source: string, start: number, to: number): number {
   for (let i = start + 1; i < to; i++) {
-    if (source[i] === '\\') i++;
-    else if (source[i] === '`') return i;
-    else if (source[i] === '$' && source[i + 1] === '{') {
+    if (source.charAt(i) === '\\') i++;
+    else if (source.charAt(i) === '`') return i;
+    else if (source.charAt(i) === '$' && source.charAt(i + 1) === '{') {
       let depth = 0;
       let close = -1;
       for (const { index, char } of codeChars(source, i + 1, to)) {
@@ -158,13 +158,13 @@ function templateEnd(source: string, start: number, to: number): number {
 function regexEnd(source: string, start: number, to: number): number {
   let inClass = false;
   for (let i = start + 1; i < to; i++) {
-    const char = source[i];
+    const char = source.charAt(i);
     if (char === '\\') i++;
     else if (char === '\n') return -1;
     else if (inClass) inClass = char !== ']';
     else if (char === '[') inClass = true;
     else if (char === '/') {
-      while (i + 1 < to && WORD.test(source[i + 1])) i++;
+      while (i + 1 < to && WORD.test(source.charAt(i + 1))) i++;
       return i;
     }
   }

@@ -22,14 +22,14 @@ describe('parseKeyTemplate', () => {
   });
 
   it('reads dotted paths and argument indexes', () => {
-    expect(parseKeyTemplate('<dto.user.id>').placeholders[0].path).toEqual(['dto', 'user', 'id']);
-    expect(parseKeyTemplate('<0.id>').placeholders[0].path).toEqual(['0', 'id']);
-    expect(parseKeyTemplate('<items.2>').placeholders[0].path).toEqual(['items', '2']);
+    expect(parseKeyTemplate('<dto.user.id>').placeholders[0]!.path).toEqual(['dto', 'user', 'id']);
+    expect(parseKeyTemplate('<0.id>').placeholders[0]!.path).toEqual(['0', 'id']);
+    expect(parseKeyTemplate('<items.2>').placeholders[0]!.path).toEqual(['items', '2']);
   });
 
   it('accepts $, _ and - in names, and spaces around the placeholder text', () => {
-    expect(parseKeyTemplate('<$a_b-c>').placeholders[0].path).toEqual(['$a_b-c']);
-    expect(parseKeyTemplate('k:< userId >').placeholders[0].text).toBe('userId');
+    expect(parseKeyTemplate('<$a_b-c>').placeholders[0]!.path).toEqual(['$a_b-c']);
+    expect(parseKeyTemplate('k:< userId >').placeholders[0]!.text).toBe('userId');
   });
 
   it('accepts a template without placeholders (one global lock)', () => {
@@ -40,14 +40,14 @@ describe('parseKeyTemplate', () => {
 
   it('sets each placeholder escape to the first character of the literal after it', () => {
     const [a, b, c] = parseKeyTemplate('<a>/<b>#x<c>').placeholders;
-    expect([a.escape, b.escape, c.escape]).toEqual(['/', '#', '']);
+    expect([a!.escape, b!.escape, c!.escape]).toEqual(['/', '#', '']);
   });
 
   it('gives the last placeholder no escape: the text after it cannot be mistaken for its value', () => {
     const [id] = parseKeyTemplate('order:<id>:items').placeholders;
-    expect(id.escape).toBe('');
+    expect(id!.escape).toBe('');
     const [a, b] = parseKeyTemplate('<a>:<b>:tail').placeholders;
-    expect([a.escape, b.escape]).toEqual([':', '']);
+    expect([a!.escape, b!.escape]).toEqual([':', '']);
   });
 
   it('rejects "%" right after a placeholder that another one follows (it starts every escape)', () => {

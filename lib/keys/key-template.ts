@@ -4,7 +4,8 @@ import { messages } from '../errors/messages';
 /** One `<a.b.c>` placeholder: the path to follow from its root. */
 export interface Placeholder {
   readonly text: string;
-  readonly path: readonly string[];
+  /** Never empty: its first segment is the root (a parameter name or an argument index). */
+  readonly path: readonly [string, ...string[]];
   /** Characters a value must not contain raw: the first character of the literal that follows. */
   readonly escape: string;
 }
@@ -41,11 +42,14 @@ export function parseKeyTemplate(source: string): KeyTemplate {
         ),
       );
     }
-    const text = match[1].trim();
-    const path = text.split('.');
+    // The pattern's one group is not optional, so a match always has it.
+    const inside = match[1]!;
+    const text = inside.trim();
+    // split() returns at least one string, even for ''.
+    const path = text.split('.') as [string, ...string[]];
     if (!text || !path.every((segment) => PATH_SEGMENT.test(segment))) {
       throw new LockKeyError(
-        messages.badTemplate(source, `<${match[1]}> is not a name or dotted path`),
+        messages.badTemplate(source, `<${inside}> is not a name or dotted path`),
       );
     }
     parts.push({ text, path, escape: '' });

@@ -254,8 +254,8 @@ describe('readParamBindings', () => {
 
     it('binds array elements to their position, holes included', () => {
       class Pairs {
-        swap([first, , third]: string[], [[inner]]: string[][]): string {
-          return first + third + inner;
+        swap([first, , third]: string[], [[inner]]: [string[]]): string {
+          return `${first}${third}${inner}`;
         }
       }
       expect(bindings(Pairs.prototype.swap)).toEqual({

@@ -112,7 +112,7 @@ async function inspectNode(node: ClientWatch, timeout: number): Promise<NodeInfo
         address: `${client.options.host}:${client.options.port}`,
         client,
       }))
-    : [{ address: node.address, client: node.client as Redis }];
+    : [{ address: node.address, client: node.client }];
   return Promise.all(
     primaries.map(async ({ address, client }) => {
       // INFO may be outside the user's ACL: then the policy is simply not known.

@@ -45,16 +45,20 @@ export function closestName(name: string, names: readonly string[]): string | un
   return best?.name;
 }
 
-/** Levenshtein distance: insertions, deletions and substitutions, one row at a time. */
+/**
+ * Levenshtein distance: insertions, deletions and substitutions, one row at a time. `previous`
+ * holds the distances from `a`'s first i - 1 characters to each prefix of `b` (b.length + 1 of
+ * them); `row` grows by one entry per character of `b`, so every index read below is filled.
+ */
 function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
     for (let j = 1; j <= b.length; j++) {
-      const substitution = previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1);
-      row.push(Math.min(previous[j] + 1, row[j - 1] + 1, substitution));
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, substitution));
     }
     previous = row;
   }
-  return previous[b.length];
+  return previous[b.length]!;
 }

@@ -6,7 +6,7 @@ import { resolveOptions } from './resolve-options';
 const redis = 'redis://127.0.0.1:6379';
 
 /** Options as a JavaScript caller (or a config object typed loosely) could pass them. */
-const loose = (options: object): RedisLockModuleOptions => options as RedisLockModuleOptions;
+const loose = (options: object): RedisLockModuleOptions => options;
 
 /** What `resolveOptions(options)` threw, or undefined. */
 function failureOf(options: RedisLockModuleOptions): unknown {

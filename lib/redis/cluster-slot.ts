@@ -32,6 +32,7 @@ const TABLE = Array.from({ length: 256 }, (_, byte) => {
 
 function crc16(bytes: Uint8Array): number {
   let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ byte) & 0xff];
+  // The index is masked to 0..255, and TABLE has an entry for each.
+  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ byte) & 0xff]!;
   return crc;
 }

@@ -65,9 +65,9 @@ describe('ConnectionWatch', () => {
       2,
       'redlock',
     );
-    clients[0].emit('error', refused());
+    clients[0]!.emit('error', refused());
     expect(watch.unavailable()).toBeUndefined();
-    clients[1].emit('error', refused());
+    clients[1]!.emit('error', refused());
     expect(watch.unavailable()?.message).toMatch(/^Redis n0: .*Redis n1: /);
   });
 });

@@ -82,11 +82,12 @@ export class ConnectionWatch {
       const cause = node.blockedBy();
       if (cause) blocked.push({ address: node.address, cause });
     }
-    if (blocked.length === 0 || this.nodes.length - blocked.length >= this.quorum) return undefined;
+    const [first] = blocked;
+    if (!first || this.nodes.length - blocked.length >= this.quorum) return undefined;
     const message = blocked
       .map(({ address, cause }) => messages.connectionFailed(address, ...explain(cause)))
       .join(' ');
-    return new RedisUnavailableError(message, { cause: blocked[0].cause });
+    return new RedisUnavailableError(message, { cause: first.cause });
   }
 
   /**

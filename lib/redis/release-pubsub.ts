@@ -102,8 +102,8 @@ function followSlotMoves(
 ): void {
   subscriber.on('nodeError', (error: unknown, node: unknown) => {
     const pushed = /Last reply: sunsubscribe,(.*),\d+$/s.exec(String((error as Error)?.message));
-    if (!pushed || !wanted(pushed[1])) return;
-    const channel = pushed[1];
+    const channel = pushed?.[1];
+    if (channel === undefined || !wanted(channel)) return;
     const slot = clusterSlot(channel);
     let tries = 0;
     const follow = (): void =>

@@ -22,8 +22,11 @@ import {
   resolveOptions,
 } from '../options/resolve-options';
 
-/** Listener of the `'lost'` event. */
-export type LockLostListener = (error: LockLostError, lock: LockHandle) => void;
+/**
+ * Listener of the `'lost'` event. What it returns is ignored, except that it may be async: a
+ * rejection of the promise it returns is logged like a throw, never left unhandled.
+ */
+export type LockLostListener = (error: LockLostError, lock: LockHandle) => unknown;
 
 /**
  * Distributed locks on Redis. Injected by `RedisLockModule`; usable on its own as

@@ -54,11 +54,11 @@ function watchWallClock(monotonic: number): void {
   const confirmed = wall - (before + after) / 2;
   if (confirmed > lastOffset + JUMP_TOLERANCE) {
     jumps.push({ at: monotonic, ms: confirmed - lastOffset });
-    if (jumps.length > MAX_JUMPS) {
+    const [first, second] = jumps;
+    if (jumps.length > MAX_JUMPS && first && second) {
       // Merge the oldest two, counting both from the later one: a lock may lose lease time it
       // still had, never keep time it did not.
-      const [first, second] = jumps.splice(0, 2);
-      jumps.unshift({ at: second.at, ms: first.ms + second.ms });
+      jumps.splice(0, 2, { at: second.at, ms: first.ms + second.ms });
     }
   }
   lastOffset = confirmed;
@@ -72,7 +72,8 @@ function watchWallClock(monotonic: number): void {
 export function suspendedSince(since: number): number {
   watchWallClock(source.monotonic());
   let total = 0;
-  for (let i = jumps.length - 1; i >= 0 && jumps[i].at > since; i--) total += jumps[i].ms;
+  // A full pass: there are MAX_JUMPS at most.
+  for (const jump of jumps) if (jump.at > since) total += jump.ms;
   return total;
 }
 

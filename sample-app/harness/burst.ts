@@ -36,7 +36,7 @@ export async function fireBurst(plan: BurstPlan): Promise<Attempt[]> {
   try {
     if (plan.warmUp ?? true) {
       const voucherId = `${plan.voucherId}-warm-up`;
-      await resetVoucher(plan.urls[0], voucherId, plan.users * plan.attemptsPerUser);
+      await resetVoucher(plan.urls[0]!, voucherId, plan.users * plan.attemptsPerUser);
       await fire(agent, { ...plan, voucherId });
     }
     return await fire(agent, plan);
@@ -50,7 +50,7 @@ function fire(agent: Agent, plan: BurstPlan): Promise<Attempt[]> {
   for (let attempt = 0; attempt < plan.attemptsPerUser; attempt++) {
     for (let user = 0; user < plan.users; user++) {
       const replica = (user + attempt) % plan.urls.length;
-      attempts.push(order(agent, plan.urls[replica], plan.voucherId, userName(user), replica));
+      attempts.push(order(agent, plan.urls[replica]!, plan.voucherId, userName(user), replica));
     }
   }
   return Promise.all(attempts);
@@ -196,7 +196,7 @@ export function summarize(
   const createdByReplica = new Array<number>(replicas).fill(0);
   for (const attempt of attempts) {
     byStatus[attempt.status] = (byStatus[attempt.status] ?? 0) + 1;
-    if (attempt.status === 201) createdByReplica[attempt.replica]++;
+    if (attempt.status === 201) createdByReplica[attempt.replica]!++;
     const reason = (attempt.body as { reason?: unknown } | null)?.reason;
     if (attempt.status >= 400 && typeof reason === 'string') {
       byReason[reason] = (byReason[reason] ?? 0) + 1;
@@ -223,6 +223,6 @@ export function summarize(
 
 /** Nearest-rank percentile of sorted values. */
 function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
+  const rank = Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1);
+  return sorted[Math.max(0, rank)] ?? 0;
 }

@@ -90,7 +90,8 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
 
 function makeFleet(workers: Worker[], names: string[], urls: string[]): Fleet {
   return {
-    replicas: urls.map((url, i) => ({ name: names[i], url, worker: workers[i] })),
+    // One name and one worker per url, built together in startReplicas.
+    replicas: urls.map((url, i) => ({ name: names[i]!, url, worker: workers[i]! })),
     urls,
     async stop(graceMs = 5_000) {
       await Promise.all(

@@ -206,7 +206,7 @@ describe('@Locked on controller routes', () => {
     expect(ok).toHaveLength(1);
     expect(busy).toHaveLength(49);
     expect(controller.runs).toBe(1);
-    expect(ok[0].body).toEqual({ userId: 'user-1', fence: expect.any(Number) });
+    expect(ok[0]!.body).toEqual({ userId: 'user-1', fence: expect.any(Number) });
     for (const response of busy) {
       expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(response.headers['content-type']).toMatch(/application\/json/);
@@ -369,9 +369,9 @@ describe('@Locked on controller routes', () => {
     ]);
     expect(responses.map((response) => response.status)).toEqual([201, 201]);
     const [first, second] = [...controller.waitedRuns].sort((a, b) => a[0] - b[0]);
-    expect(second[0]).toBeGreaterThanOrEqual(first[1]);
+    expect(second![0]).toBeGreaterThanOrEqual(first![1]);
     // Woken by the release notification, not by polling the 30 s lease.
-    expect(second[0] - first[1]).toBeLessThan(500);
+    expect(second![0] - first![1]).toBeLessThan(500);
   });
 });
 

@@ -40,7 +40,7 @@ async function race(workers: Worker[], prefix: string, redis: Redis): Promise<In
 
   const raw = await redis.lrange(`${prefix}intervals`, 0, -1);
   return raw.map((line) => {
-    const [pid, start, end] = line.split(' ').map(Number);
+    const [pid = NaN, start = NaN, end = NaN] = line.split(' ').map(Number);
     return { pid, start, end };
   });
 }
@@ -56,8 +56,9 @@ const CROSS_PROCESS_CLOCK_TOLERANCE_MS = 2;
 function overlaps(intervals: Interval[]): [Interval, Interval][] {
   const sorted = [...intervals].sort((a, b) => a.start - b.start);
   const found: [Interval, Interval][] = [];
-  for (let i = 1; i < sorted.length; i++) {
-    const [previous, next] = [sorted[i - 1], sorted[i]];
+  for (const [i, next] of sorted.entries()) {
+    const previous = sorted[i - 1];
+    if (!previous) continue;
     const tolerance = previous.pid === next.pid ? 0 : CROSS_PROCESS_CLOCK_TOLERANCE_MS;
     if (next.start + tolerance < previous.end) found.push([previous, next]);
   }

@@ -313,7 +313,7 @@ describe('@Locked on provider methods', () => {
       const results = await Promise.all([orders.waitForIt('q'), orders.waitForIt('q')]);
       expect(results).toEqual(['q', 'q']);
       const [first, second] = [...orders.runWindows].sort((a, b) => a[0] - b[0]);
-      expect(second[0]).toBeGreaterThanOrEqual(first[1]);
+      expect(second![0]).toBeGreaterThanOrEqual(first![1]);
     });
   });
 

@@ -65,7 +65,7 @@ function startHolder(key: string, mode: 'sigstop' | 'block'): Worker {
 async function reportOf(worker: Worker): Promise<Report> {
   const [, json] = await worker.waitForOutput(/^report (.*)$/m, 20_000);
   await worker.succeeded();
-  return JSON.parse(json) as Report;
+  return JSON.parse(json!) as Report;
 }
 
 /** The new owner takes the lock once the paused holder's lease ran out, and writes through the store. */

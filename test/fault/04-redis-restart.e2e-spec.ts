@@ -101,7 +101,7 @@ describe('scenario 4: Redis restarts while locks are held', () => {
     // The other process kept cycling through the restart and exited by itself.
     const [, report] = await worker.waitForOutput(/^report (.*)$/m, 15_000);
     await worker.succeeded();
-    const outcomes = JSON.parse(report) as Record<string, number>;
+    const outcomes = JSON.parse(report!) as Record<string, number>;
     expect(outcomes.ok).toBeGreaterThan(10);
 
     const closing = now();

@@ -5,7 +5,7 @@
  * remains and none has its TTL refreshed (PTTL polled over three renewal periods).
  */
 import Redis from 'ioredis';
-import { LockService, type LockHandle } from 'nestjs-redis-lock';
+import { LockService } from 'nestjs-redis-lock';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis-server';
 import { closeAllProxies, startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { now, sleep, waitFor } from '../support/time';
@@ -151,7 +151,7 @@ describe('scenario 6: AbortSignal racing the acquire', () => {
       const result = await outcome(attempt);
       if (result.ok) {
         counts.acquired++;
-        await (result.value as LockHandle).release();
+        await result.value.release();
       } else if (result.error === controller.signal.reason) counts.aborted++;
       else if ((result.error as Error).name === 'LockNotAcquiredError') counts.busy++;
       else counts.other++;

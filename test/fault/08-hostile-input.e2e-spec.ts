@@ -97,7 +97,7 @@ describe('scenario 8: hostile keys on LockService', () => {
     expect(leases).toHaveLength(HOSTILE_KEYS.length);
     for (const [i, key] of HOSTILE_KEYS.entries()) {
       // The Redis name the library gives the key (as it is; one more `{` before a leading brace).
-      expect(await redis.get(locks.engine.keysOf(key).lock)).toBe(held[i].token);
+      expect(await redis.get(locks.engine.keysOf(key).lock)).toBe(held[i]!.token);
       expect(await locks.isLocked(key)).toBe(true);
     }
     // Glob characters are literal: `*` held does not make other keys look locked.
@@ -138,7 +138,7 @@ describe('scenario 8: hostile keys on LockService', () => {
     services.push(other);
     const waiting = other.acquire('room:*', { wait: 5_000 });
     const numsub = async (key: string) =>
-      Number(((await redis.pubsub('NUMSUB', lockKeys(PREFIX, key).channel)) as unknown[])[1]);
+      Number((await redis.pubsub('NUMSUB', lockKeys(PREFIX, key).channel))[1]);
     await waitFor(async () => (await numsub('room:*')) === 1);
     expect(await redis.pubsub('NUMPAT')).toBe(0);
     expect(await numsub('room:1')).toBe(0);

@@ -54,7 +54,7 @@ async function race(mode: 'locked' | 'unlocked', cycles: number, prefix: string)
   const started = now();
   for (const worker of workers) worker.send(`run ${mode} ${cycles} ${prefix}`);
   await waitFor(
-    () => workers.every((worker, i) => reportsOf(worker).length > before[i]),
+    () => workers.every((worker, i) => reportsOf(worker).length > before[i]!),
     RUN_TIMEOUT,
     20,
   );

@@ -108,9 +108,9 @@ export function errorName(error: unknown): string {
 
 /** Nearest-rank percentile of `values` (sorted copy). */
 export function percentile(values: number[], p: number): number {
-  if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  const rank = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, rank)] ?? NaN;
 }
 
 /**

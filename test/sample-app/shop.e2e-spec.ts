@@ -33,7 +33,7 @@ afterAll(async () => {
 
 /** Starts the fleet, creates the voucher, fires the burst, reads the result. */
 async function runBurst(fleet: Fleet): Promise<{ attempts: Attempt[]; summary: BurstSummary }> {
-  await resetVoucher(fleet.urls[0], VOUCHER, STOCK);
+  await resetVoucher(fleet.urls[0]!, VOUCHER, STOCK);
   const attempts = await fireBurst({
     warmUp: false, // cold replicas spread the burst more: a harder case for the control run
     urls: fleet.urls,
@@ -41,7 +41,7 @@ async function runBurst(fleet: Fleet): Promise<{ attempts: Attempt[]; summary: B
     users: USERS,
     attemptsPerUser: ATTEMPTS_PER_USER,
   });
-  const voucher = await readVoucher(fleet.urls[REPLICAS - 1], VOUCHER);
+  const voucher = await readVoucher(fleet.urls[REPLICAS - 1]!, VOUCHER);
   return { attempts, summary: summarize(attempts, voucher, REPLICAS) };
 }
 
@@ -122,12 +122,12 @@ describe('voucher shop on 3 replicas with locks', () => {
 
   it('settles every order exactly once although the cron job fires on every replica', async () => {
     await waitFor(
-      async () => (await readVoucher(fleet!.urls[0], VOUCHER)).settled >= summary.orders,
+      async () => (await readVoucher(fleet!.urls[0]!, VOUCHER)).settled >= summary.orders,
       5_000,
       100,
     );
     await sleep(1_200); // one more tick on every replica: nothing may be booked twice
-    expect((await readVoucher(fleet!.urls[0], VOUCHER)).settled).toBe(summary.orders);
+    expect((await readVoucher(fleet!.urls[0]!, VOUCHER)).settled).toBe(summary.orders);
   });
 
   it('answers the @Locked settlement route with 409 + Retry-After while another holder runs settlement', async () => {

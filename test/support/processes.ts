@@ -52,13 +52,13 @@ export function spawnWorker(file: string, env: Record<string, string> = {}): Wor
   let stdout = '';
   let stderr = '';
   const onStdout: (() => void)[] = [];
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
     for (const listener of [...onStdout]) listener();
   });
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   // A worker that exits early must not turn our writes to its stdin into an 'error' crash.
-  child.stdin!.on('error', () => undefined);
+  child.stdin.on('error', () => undefined);
 
   const exited = new Promise<WorkerExit>((resolveExit) => {
     child.once('close', (code, signal) => {
@@ -108,10 +108,10 @@ export function spawnWorker(file: string, env: Record<string, string> = {}): Wor
       });
     },
     send(line) {
-      child.stdin!.write(`${line}\n`);
+      child.stdin.write(`${line}\n`);
     },
     end() {
-      child.stdin!.end();
+      child.stdin.end();
     },
     async succeeded() {
       const exit = await exited;

@@ -174,12 +174,12 @@ class Proxy implements TcpProxy {
   takeRule(args: string[], at: 'request' | 'reply'): Rule | undefined {
     const taken = this.rules.filter((rule) => rule.at === at && rule.match(args));
     if (taken.length <= 1) {
-      if (taken.length === 1) this.rules.splice(this.rules.indexOf(taken[0]), 1);
+      if (taken.length === 1) this.rules.splice(this.rules.indexOf(taken[0]!), 1);
       return taken[0];
     }
     this.rules = this.rules.filter((rule) => !taken.includes(rule));
     return {
-      match: taken[0].match,
+      match: taken[0]!.match,
       at,
       action: (connection, matched) =>
         taken.map((rule) => rule.action(connection, matched)).includes('drop') ? 'drop' : 'pass',
@@ -312,9 +312,8 @@ class Connection {
 
   /** Forwards due messages of one direction; returns when the next one is due (or Infinity). */
   private drain(direction: Direction, now: number, toServer: boolean): number {
-    while (direction.queue.length > 0 && !this.closed) {
+    for (let message = direction.queue[0]; message && !this.closed; message = direction.queue[0]) {
       if (this.stalled || this.proxy.mode === 'blackhole') return Infinity;
-      const message = direction.queue[0];
       if (message.at > now) return message.at;
       direction.queue.shift();
       if (toServer) {
@@ -370,7 +369,7 @@ function messageEnd(buffer: Buffer, start: number): number {
   if (start >= buffer.length) return -1;
   const lineEnd = buffer.indexOf(CRLF, start);
   if (lineEnd < 0) return -1;
-  const type = String.fromCharCode(buffer[start]);
+  const type = String.fromCharCode(buffer[start]!);
   const header = buffer.toString('latin1', start + 1, lineEnd);
   const afterLine = lineEnd + 2;
   switch (type) {
@@ -421,7 +420,7 @@ function parseCommand(bytes: Buffer): string[] {
     args.push(bytes.toString('utf8', start, start + length));
     offset = start + length + 2;
   }
-  if (args.length > 0) args[0] = args[0].toLowerCase();
+  if (args.length > 0) args[0] = args[0]!.toLowerCase();
   return args;
 }
 

@@ -26,17 +26,15 @@ export async function waitFor(
  */
 export class Gate {
   private open!: () => void;
-  opened = this.reset();
+  opened = this.arm();
 
   /** Opens the gate, and arms a fresh one for the next use. */
   release(): void {
     this.open();
-    this.reset();
+    this.opened = this.arm();
   }
 
-  private reset(): Promise<void> {
-    const opened = new Promise<void>((resolve) => (this.open = resolve));
-    this.opened = opened;
-    return opened;
+  private arm(): Promise<void> {
+    return new Promise<void>((resolve) => (this.open = resolve));
   }
 }

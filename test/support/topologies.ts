@@ -225,16 +225,16 @@ export function parseClusterNodes(text: string): ClusterNodeView[] {
     .filter(Boolean)
     .map((line) => {
       const [id, address, flags, primary, , , , link, ...slotFields] = line.split(' ');
-      const port = Number(address.split('@')[0].split(':').pop());
-      const flagList = flags.split(',');
+      const port = Number(address!.split('@')[0]!.split(':').pop());
+      const flagList = flags!.split(',');
       const slots: [number, number][] = slotFields
         .filter((field) => !field.startsWith('['))
         .map((field) => {
-          const [from, to = from] = field.split('-').map(Number);
+          const [from = NaN, to = from] = field.split('-').map(Number);
           return [from, to];
         });
       return {
-        id,
+        id: id!,
         port,
         role: flagList.includes('master') ? 'master' : 'slave',
         primaryId: primary === '-' ? undefined : primary,
@@ -263,7 +263,7 @@ export async function startCluster(
       : (options.bin?.[index] ?? defaultRedisServerBin()),
   );
   // `cluster-port` came with Redis 7.0 (as did sharded pub/sub); older servers refuse it.
-  const hasClusterPort = bins.map((bin) => redisServerVersion(bin)[0] >= 7);
+  const hasClusterPort = bins.map((bin) => redisServerVersion(bin)[0]! >= 7);
   const servers: RedisServer[] = [];
   try {
     const ports = await Promise.all(hasClusterPort.map((has) => clusterNodePorts(!has)));
@@ -326,7 +326,7 @@ export async function startCluster(
   const shardsOf = (nodes: ClusterNodeView[]): Shard[] =>
     nodes
       .filter((node) => node.role === 'master' && node.slots.length > 0)
-      .sort((a, b) => a.slots[0][0] - b.slots[0][0])
+      .sort((a, b) => a.slots[0]![0] - b.slots[0]![0])
       .map((primary) => ({
         primary: server(primary.port),
         replicas: nodes
@@ -335,7 +335,7 @@ export async function startCluster(
         slots: primary.slots,
       }));
   const slotOf = async (key: string): Promise<number> =>
-    Number(await nodeCommand(live()[0].port, 'CLUSTER', 'KEYSLOT', key));
+    Number(await nodeCommand(live()[0]!.port, 'CLUSTER', 'KEYSLOT', key));
   const owns = (shard: Shard, slot: number): boolean =>
     shard.slots.some(([from, to]) => slot >= from && slot <= to);
 
@@ -649,5 +649,5 @@ async function startAll<T>(into: T[], starts: readonly Promise<T>[]): Promise<vo
   const results = await Promise.allSettled(starts);
   for (const result of results) if (result.status === 'fulfilled') into.push(result.value);
   const failed = results.find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+  if (failed) throw failed.reason;
 }

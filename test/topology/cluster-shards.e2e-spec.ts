@@ -157,15 +157,15 @@ describe('Redis Cluster: shard trouble (3 primaries)', () => {
     );
     const [stuck, ...healthy] = held;
     const lostAt = new Map<LockHandle, number>();
-    for (const lock of stuck) {
+    for (const lock of stuck!) {
       lock.signal.addEventListener('abort', () => lostAt.set(lock, now()), { once: true });
     }
-    const paused = shards[0].primary;
+    const paused = shards[0]!.primary;
     paused.pause();
     try {
       // The stuck shard's locks are lost at their deadline, not before…
-      await waitFor(() => stuck.every((lock) => !lock.isHeld), 3 * lease, 20);
-      for (const lock of stuck) {
+      await waitFor(() => stuck!.every((lock) => !lock.isHeld), 3 * lease, 20);
+      for (const lock of stuck!) {
         expect((lock.signal.reason as LockLostError).reason).toBe('deadline');
         expect(lostAt.get(lock)).toBeGreaterThanOrEqual(lock.validUntil);
       }
@@ -173,7 +173,7 @@ describe('Redis Cluster: shard trouble (3 primaries)', () => {
       const until = now() + lease;
       await waitFor(() => now() >= until || healthy.flat().some((lock) => !lock.isHeld), 2 * lease);
       for (const [i, locksOnShard] of healthy.entries()) {
-        const primary = nodeClient(shards[i + 1].primary.port);
+        const primary = nodeClient(shards[i + 1]!.primary.port);
         try {
           for (const lock of locksOnShard) {
             expect(lock.isHeld).toBe(true);
@@ -193,78 +193,84 @@ describe('Redis Cluster: shard trouble (3 primaries)', () => {
   it('releases a held lock while its slot is MIGRATING; a free lock is taken within the wait budget once the move completes', async () => {
     const shards = await topology.shards();
     const [from, to] = [shards[1], shards[2]];
-    const [key] = keysOn(from, 'migrating', 1);
+    const [key] = keysOn(from!, 'migrating', 1);
     const holder = clusterService();
     const waiter = clusterService();
-    const held = await holder.acquire(key, { ttl: LEASE });
-    const waiting = waiter.acquire(key, { wait: 30_000 });
+    const held = await holder.acquire(key!, { ttl: LEASE });
+    const waiting = waiter.acquire(key!, { wait: 30_000 });
     waiting.catch(() => undefined); // awaited below
-    const channel = `${redisKeyOf(prefix, key)}:released`;
-    await waitFor(async () => (await subscribers(from, channel)) === 1);
+    const channel = `${redisKeyOf(prefix, key!)}:released`;
+    await waitFor(async () => (await subscribers(from!, channel)) === 1);
 
-    const migration = await startMigration(slotOf(key), from, to);
+    const migration = await startMigration(slotOf(key!), from!, to!);
     // The lease is still on the old owner, the release message's channel nowhere as a key.
     expect(await held.release()).toBe(true);
-    const left = await nodeCommand(from.primary.port, 'CLUSTER', 'GETKEYSINSLOT', slotOf(key), 10);
-    expect(left).toEqual([`${redisKeyOf(prefix, key)}:fence`]);
+    const left = await nodeCommand(
+      from!.primary.port,
+      'CLUSTER',
+      'GETKEYSINSLOT',
+      slotOf(key!),
+      10,
+    );
+    expect(left).toEqual([`${redisKeyOf(prefix, key!)}:fence`]);
     // A free lock in a slot half moved (its fence counter here, its lease nowhere): every try
     // meets TRYAGAIN, and a caller without a wait budget hears "unavailable", never "busy".
-    await expect(clusterService().tryAcquire(key)).rejects.toBeInstanceOf(RedisUnavailableError);
+    await expect(clusterService().tryAcquire(key!)).rejects.toBeInstanceOf(RedisUnavailableError);
     // The waiter, woken by the release, met the same for longer than one try lasts: it kept
     // retrying within its budget, and gets the lock once the slot has moved.
     await migration.migrate();
     await migration.finish();
     const next = await within(waiting, WAKE_BOUND, 'waiter after the move');
     expect(next.fence).toBe(held.fence + 1);
-    expect(await nodeCommand(to.primary.port, 'GET', redisKeyOf(prefix, key))).toBe(next.token);
+    expect(await nodeCommand(to!.primary.port, 'GET', redisKeyOf(prefix, key!))).toBe(next.token);
     expect(await next.release()).toBe(true);
   });
 
   it('fair mode: retries a release that meets TRYAGAIN in a half-moved slot until the move completes', async () => {
     const shards = await topology.shards();
     const [from, to] = [shards[2], shards[1]];
-    const [key] = keysOn(from, 'fair-migrating', 1);
+    const [key] = keysOn(from!, 'fair-migrating', 1);
     const fair = (): LockService =>
       services.create({ cluster: { nodes: topology.startupNodes }, fair: true });
-    const held = await fair().acquire(key, { ttl: LEASE });
+    const held = await fair().acquire(key!, { ttl: LEASE });
 
-    const migration = await startMigration(slotOf(key), from, to);
+    const migration = await startMigration(slotOf(key!), from!, to!);
     // Only the lease moves: the fair release script (lease, fence counter, queue) meets a slot
     // that has some of its keys and not others, which Redis answers with TRYAGAIN, unrun.
-    await migration.migrate([redisKeyOf(prefix, key)]);
+    await migration.migrate([redisKeyOf(prefix, key!)]);
     const releasing = held.release();
     releasing.catch(() => undefined); // awaited below
     // Sent after the release, this try meets the same refusals for as long as one try lasts.
-    await expect(fair().tryAcquire(key)).rejects.toBeInstanceOf(RedisUnavailableError);
+    await expect(fair().tryAcquire(key!)).rejects.toBeInstanceOf(RedisUnavailableError);
     await migration.migrate();
     await migration.finish();
     expect(await releasing).toBe(true);
-    expect(await fair().withLock(key, async (next) => next.fence)).toBe(held.fence + 1);
+    expect(await fair().withLock(key!, async (next) => next.fence)).toBe(held.fence + 1);
   });
 
   it('follows a slot that moved: the waiter subscribes on the new owner and is woken by the release message', async () => {
     const shards = await topology.shards();
     const [from, to] = [shards[0], shards[2]];
-    const [key, other] = keysOn(from, 'moved', 2);
+    const [key, other] = keysOn(from!, 'moved', 2);
     const holder = clusterService();
     const waiter = clusterService();
-    const held = await holder.acquire(key, { ttl: LEASE });
+    const held = await holder.acquire(key!, { ttl: LEASE });
     // A second waited-on lock in another slot of the same node: its subscription must stay.
-    const heldOther = await holder.acquire(other, { ttl: LEASE });
-    const waiting = waiter.acquire(key, { wait: LEASE });
+    const heldOther = await holder.acquire(other!, { ttl: LEASE });
+    const waiting = waiter.acquire(key!, { wait: LEASE });
     waiting.catch(() => undefined); // awaited below
-    const waitingOther = waiter.acquire(other, { wait: LEASE });
+    const waitingOther = waiter.acquire(other!, { wait: LEASE });
     waitingOther.catch(() => undefined);
-    const channel = `${redisKeyOf(prefix, key)}:released`;
-    await waitFor(async () => (await subscribers(from, channel)) === 1);
+    const channel = `${redisKeyOf(prefix, key!)}:released`;
+    await waitFor(async () => (await subscribers(from!, channel)) === 1);
 
-    const migration = await startMigration(slotOf(key), from, to);
+    const migration = await startMigration(slotOf(key!), from!, to!);
     await migration.migrate();
     await migration.finish();
     // The old owner dropped the channel when it gave the slot away; the new one has it. (A
     // classic subscription, before Redis 7, sits on any one node and does not move.)
-    await waitFor(async () => (await subscribers(to, channel)) === 1, WAKE_BOUND);
-    if (topology.shardedPubSub) expect(await subscribers(from, channel)).toBe(0);
+    await waitFor(async () => (await subscribers(to!, channel)) === 1, WAKE_BOUND);
+    if (topology.shardedPubSub) expect(await subscribers(from!, channel)).toBe(0);
 
     const released = now();
     expect(await held.release()).toBe(true);

@@ -52,7 +52,7 @@ async function keysOnShard(index: number, base: string, count = 1): Promise<stri
   const found: string[] = [];
   for (let i = 0; found.length < count; i++) {
     const key = `${base}:${i}`;
-    if (owns(shard, Number(await admin.cluster('KEYSLOT', key)))) found.push(key);
+    if (owns(shard!, Number(await admin.cluster('KEYSLOT', key)))) found.push(key);
   }
   return found;
 }
@@ -124,11 +124,11 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
       const perShard = [0, 0, 0];
       await Promise.all(
         keys.map(async (key, i) => {
-          const index = shards.findIndex((shard) => owns(shard, slots[i]));
-          perShard[index]++;
+          const index = shards.findIndex((shard) => owns(shard, slots[i]!));
+          perShard[index]!++;
           const lease = redisKeyOf(prefix, key);
-          expect(await primaries[index].get(lease)).toBe(handles[i].token);
-          expect(await primaries[index].get(`${lease}:fence`)).toBe(String(handles[i].fence));
+          expect(await primaries[index]!.get(lease)).toBe(handles[i]!.token);
+          expect(await primaries[index]!.get(`${lease}:fence`)).toBe(String(handles[i]!.fence));
           expect(Number(await admin.cluster('KEYSLOT', `${lease}:fence`))).toBe(slots[i]);
           expect(Number(await admin.cluster('KEYSLOT', `${lease}:released`))).toBe(slots[i]);
         }),
@@ -150,10 +150,10 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     for (let index = 0; index < 3; index++) {
       const [key] = await keysOnShard(index, `hand-off:${index}`);
       const shard = (await topology.shards())[index];
-      const channel = `${redisKeyOf(prefix, key)}:released`;
+      const channel = `${redisKeyOf(prefix, key!)}:released`;
 
-      const held = await holder.acquire(key, { ttl: 20_000 });
-      const waiting = waiter.acquire(key, { wait: 15_000 });
+      const held = await holder.acquire(key!, { ttl: 20_000 });
+      const waiting = waiter.acquire(key!, { wait: 15_000 });
       const classic = async (): Promise<number[]> =>
         Promise.all(
           topology.servers.map(async (node) => {
@@ -165,7 +165,7 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
         // The waiter subscribed with SSUBSCRIBE on the primary of the lock's slot…
         await waitFor(async () => {
           const reply = (await nodeCommand(
-            shard.primary.port,
+            shard!.primary.port,
             'PUBSUB',
             'SHARDNUMSUB',
             channel,
@@ -195,12 +195,12 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
       services.create({ cluster: { nodes: topology.startupNodes }, fair: true });
     for (let index = 0; index < 3; index++) {
       const [key] = await keysOnShard(index, `fair:${index}`);
-      const queue = `${redisKeyOf(prefix, key)}:queue`;
-      const holder = await fair().acquire(key, { ttl: 20_000 });
+      const queue = `${redisKeyOf(prefix, key!)}:queue`;
+      const holder = await fair().acquire(key!, { ttl: 20_000 });
       const order: number[] = [];
       const done: Promise<void>[] = [];
       for (let i = 0; i < 3; i++) {
-        const waiting = fair().acquire(key, { wait: 15_000 });
+        const waiting = fair().acquire(key!, { wait: 15_000 });
         // Queued in the lock's own slot (no CROSSSLOT), one after the other.
         await waitFor(async () => (await admin.zcard(queue)) === i + 1);
         done.push(
@@ -229,7 +229,7 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     await admin.del(foreign);
     await admin.hset(foreign, 'field', 'value');
     await sleep(1_500); // several renewal periods, past the 900 ms lease
-    expect(held[3].isHeld).toBe(false);
+    expect(held[3]!.isHeld).toBe(false);
     for (const lock of held.slice(0, 3)) {
       expect(lock.isHeld).toBe(true);
       expect(await admin.get(redisKeyOf(prefix, lock.key))).toBe(lock.token);
@@ -245,8 +245,8 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
       const mine = new LockService({ redis: own, prefix });
       const theirs = clusterService();
       const [key] = await keysOnShard(2, 'own-client');
-      expect(await handOffGap(theirs, mine, key)).toBeLessThan(1_000);
-      expect(await handOffGap(mine, theirs, key)).toBeLessThan(1_000);
+      expect(await handOffGap(theirs, mine, key!)).toBeLessThan(1_000);
+      expect(await handOffGap(mine, theirs, key!)).toBeLessThan(1_000);
       await mine.close();
       expect(own.status).toBe('ready');
       expect(await own.ping()).toBe('PONG');
@@ -277,10 +277,10 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     const warn = jest.mocked(Logger.prototype.warn);
     const warnedBefore = warn.mock.calls.length;
     const [key] = await keysOnShard(1, 'no-command');
-    const channel = `${redisKeyOf(prefix, key)}:released`;
+    const channel = `${redisKeyOf(prefix, key!)}:released`;
     const holder = restricted();
-    const held = await holder.acquire(key, { ttl: 20_000 });
-    const waiting = restricted().acquire(key, { wait: 15_000 });
+    const held = await holder.acquire(key!, { ttl: 20_000 });
+    const waiting = restricted().acquire(key!, { wait: 15_000 });
     // One classic SUBSCRIBE somewhere in the Cluster, whatever the nodes could have done.
     await waitFor(async () => {
       const counts = await Promise.all(
@@ -306,35 +306,35 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     const warnedBefore = warn.mock.calls.length;
     const [key] = await keysOnShard(0, 'silent-node');
     // A paused replica: it might be an older server, and a failover could make it the primary.
-    const replica = (await topology.shards())[2].replicas[0];
+    const replica = (await topology.shards())[2]!.replicas[0];
     // Clients learn of a replica (CLUSTER SLOTS) once it holds data: give its shard a write.
     const [data] = await keysOnShard(2, 'silent-node-data');
-    await admin.set(data, '1', 'PX', 60_000);
+    await admin.set(data!, '1', 'PX', 60_000);
     await waitFor(async () => {
       const views = await Promise.all(
         topology.servers.map((node) => nodeCommand(node.port, 'CLUSTER', 'SLOTS')),
       );
-      return views.every((view) => JSON.stringify(view).includes(`,${replica.port},`));
+      return views.every((view) => JSON.stringify(view).includes(`,${replica!.port},`));
     });
-    replica.pause();
+    replica!.pause();
     try {
       // A release does not wait for the startup check (it publishes classic until that answers).
       // Not a startup node: the client learns of it from CLUSTER SLOTS, as of any replica.
-      const nodes = topology.startupNodes.filter((node) => node.port !== replica.port);
+      const nodes = topology.startupNodes.filter((node) => node.port !== replica!.port);
       const locks = services.create({ cluster: { nodes }, commandTimeout: 1_000 });
-      const lock = await locks.acquire(key);
+      const lock = await locks.acquire(key!);
       expect(await lock.release()).toBe(true);
-      expect(await locks.withLock(key, async (held) => held.fence)).toBe(lock.fence + 1);
+      expect(await locks.withLock(key!, async (held) => held.fence)).toBe(lock.fence + 1);
       // The check gives up on the paused node after commandTimeout, and says so — where the
       // others have sharded pub/sub (before Redis 7 they decide it, and that is only logged).
-      const silent = new RegExp(`${replica.port} did not answer COMMAND INFO.*classic PUBLISH`);
+      const silent = new RegExp(`${replica!.port} did not answer COMMAND INFO.*classic PUBLISH`);
       if (topology.shardedPubSub) {
         await waitFor(() =>
           warn.mock.calls.slice(warnedBefore).some(([message]) => silent.test(String(message))),
         );
       }
     } finally {
-      replica.resume();
+      replica!.resume();
     }
     await topology.waitUntilHealthy();
   });
@@ -399,13 +399,13 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     it('serializes calls on one key and runs keys on different shards in parallel', async () => {
       const service = app.get(ReportService);
       const tenants = await Promise.all([0, 1, 2].map(async (i) => (await keysOnShard(i, 't'))[0]));
-      const calls = tenants.flatMap((tenant) => [1, 2, 3, 4].map(() => service.build(tenant)));
+      const calls = tenants.flatMap((tenant) => [1, 2, 3, 4].map(() => service.build(tenant!)));
       await Promise.all(calls);
 
       expect(service.maxPerKey).toBe(1);
       expect(service.maxOverall).toBeGreaterThan(1);
       for (const tenant of tenants) {
-        const fences = service.fences.get(tenant)!;
+        const fences = service.fences.get(tenant!)!;
         expect(fences).toHaveLength(4);
         expect([...fences].sort((a, b) => a - b)).toEqual(fences);
         expect(new Set(fences).size).toBe(4);
@@ -440,12 +440,12 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
         const key = keys[Math.floor(Math.random() * keys.length)];
         try {
           await client.withLock(
-            key,
+            key!,
             async () => {
-              inside.set(key, (inside.get(key) ?? 0) + 1);
-              if (inside.get(key)! > 1) overlaps++;
+              inside.set(key!, (inside.get(key!) ?? 0) + 1);
+              if (inside.get(key!)! > 1) overlaps++;
               await sleep(2);
-              inside.set(key, inside.get(key)! - 1);
+              inside.set(key!, inside.get(key!)! - 1);
             },
             { wait: 3_000, ttl: 3_000 },
           );
@@ -464,10 +464,10 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
 
     await waitFor(() => runs > 50, 10_000);
     const shard = (await topology.shards())[0];
-    const [replica] = shard.replicas;
-    await waitForReplication(shard.primary.port, replica.port);
-    await nodeCommand(replica.port, 'CLUSTER', 'FAILOVER');
-    await topology.waitForPromotion(replica);
+    const [replica] = shard!.replicas;
+    await waitForReplication(shard!.primary.port, replica!.port);
+    await nodeCommand(replica!.port, 'CLUSTER', 'FAILOVER');
+    await topology.waitForPromotion(replica!);
     const runsAtPromotion = runs;
     await waitFor(() => runs > runsAtPromotion + 100, 15_000);
     stop = true;
@@ -484,12 +484,12 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
       }
     }
     // And release messages still reach waiters on the shard that moved.
-    expect(await handOffGap(clients[0], clients[1], shardKeys[0][0])).toBeLessThan(1_000);
+    expect(await handOffGap(clients[0]!, clients[1]!, shardKeys[0]![0]!)).toBeLessThan(1_000);
   });
 
   it('reports a lock lost when its primary dies before the replica got it; all clients lock again', async () => {
     const shards = await topology.shards();
-    const shard = shards[1];
+    const shard = shards[1]!;
     const { primary } = shard;
     const [replica] = shard.replicas;
     const [keptKey, lostKey] = await keysOnShard(1, 'kill', 2);
@@ -500,21 +500,21 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     holder.on('lost', (_error, lock) => lostEvents.push(lock.key));
 
     // `kept` reaches the replica before the crash; `lost` is granted while the replica is cut off.
-    const kept = await holder.acquire(keptKey, { ttl: 8_000 });
-    await waitForReplication(primary.port, replica.port);
-    replica.pause();
+    const kept = await holder.acquire(keptKey!, { ttl: 8_000 });
+    await waitForReplication(primary.port, replica!.port);
+    replica!.pause();
     await nodeCommand(primary.port, 'CLIENT', 'KILL', 'TYPE', 'replica');
-    const lost = await holder.acquire(lostKey, { ttl: 4_000 });
-    expect(await nodeCommand(primary.port, 'GET', redisKeyOf(prefix, lostKey))).toBe(lost.token);
+    const lost = await holder.acquire(lostKey!, { ttl: 4_000 });
+    expect(await nodeCommand(primary.port, 'GET', redisKeyOf(prefix, lostKey!))).toBe(lost.token);
 
-    const keptWaiter = waiter.acquire(keptKey, { wait: 30_000 });
-    const lostWaiter = waiter.acquire(lostKey, { wait: 30_000 });
+    const keptWaiter = waiter.acquire(keptKey!, { wait: 30_000 });
+    const lostWaiter = waiter.acquire(lostKey!, { wait: 30_000 });
     await sleep(100);
 
     const crashed = now();
     await primary.kill();
-    replica.resume();
-    await topology.waitForPromotion(replica);
+    replica!.resume();
+    await topology.waitForPromotion(replica!);
     const promoted = now();
 
     // The lost grant is reported through the signal and the event; release says so too.
@@ -544,7 +544,7 @@ describe('Redis Cluster: 3 primaries + 3 replicas', () => {
     for (const client of [holder, waiter, bystander, fresh]) {
       for (let index = 0; index < 3; index++) {
         const [key] = await keysOnShard(index, `after-kill:${index}`);
-        const lock = await client.tryAcquire(key);
+        const lock = await client.tryAcquire(key!);
         expect(lock).not.toBeNull();
         expect(await lock!.release()).toBe(true);
       }

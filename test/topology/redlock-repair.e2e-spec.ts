@@ -82,12 +82,12 @@ describe('Redlock across node restarts', () => {
     const [a, , c] = clients;
     const key = 'restart-vote';
     // Another holder's stale key on C runs out while H holds the lock on A and B.
-    await c.set(keyOf(key), 'stale', 'PX', 800);
+    await c!.set(keyOf(key), 'stale', 'PX', 800);
     const holder = await redlockService().acquire(key, { ttl: 10_000, renew: false });
     expect(await valuesOn(key)).toEqual([holder.token, holder.token, 'stale']);
-    await waitFor(async () => (await c.exists(keyOf(key))) === 0, 2_000);
+    await waitFor(async () => (await c!.exists(keyOf(key))) === 0, 2_000);
     // B crashes and comes back empty: only A still has H's key.
-    await crashAndRestart(nodes[1]);
+    await crashAndRestart(nodes[1]!);
     expect(await valuesOn(key)).toEqual([holder.token, null, null]);
 
     // B and C are free; B's yes must not count while B may have forgotten a live lease.
@@ -97,7 +97,7 @@ describe('Redlock across node restarts', () => {
     expect(holder.isHeld).toBe(true);
     // The refused attempt left nothing of the contender's behind.
     expect(await valuesOn(key)).toEqual([holder.token, null, null]);
-    expect(await a.get(keyOf(key))).toBe(holder.token);
+    expect(await a!.get(keyOf(key))).toBe(holder.token);
     await holder.release();
   });
 
@@ -107,22 +107,22 @@ describe('Redlock across node restarts', () => {
     const other = redlockService();
     const lock = await holder.acquire(key, { ttl: 1_200 });
     expect(await valuesOn(key)).toEqual([lock.token, lock.token, lock.token]);
-    await crashAndRestart(nodes[1]);
+    await crashAndRestart(nodes[1]!);
     // The next renewals (every ttl / 3) must put the key back on B.
-    await waitFor(async () => (await clients[1].get(keyOf(key))) === lock.token, 2_000);
+    await waitFor(async () => (await clients[1]!.get(keyOf(key))) === lock.token, 2_000);
     expect(lock.isHeld).toBe(true);
 
     // Now C crashes too: A and B still form a quorum.
-    await nodes[2].kill();
+    await nodes[2]!.kill();
     try {
       await sleep(2_000); // longer than the lease: only renewals on A and B keep it
       expect(lock.isHeld).toBe(true);
       expect(await other.tryAcquire(key).catch((error: unknown) => error)).toBeNull();
     } finally {
-      await nodes[2].restart();
+      await nodes[2]!.restart();
     }
     // C comes back empty and is repaired as well.
-    await waitFor(async () => (await clients[2].get(keyOf(key))) === lock.token, 2_000);
+    await waitFor(async () => (await clients[2]!.get(keyOf(key))) === lock.token, 2_000);
     expect(await lock.release()).toBe(true);
     expect(await valuesOn(key)).toEqual([null, null, null]);
   });
@@ -131,8 +131,8 @@ describe('Redlock across node restarts', () => {
     const key = 'no-resurrection';
     const lock = await redlockService().acquire(key, { ttl: 900 });
     // Another holder takes over A and B behind our back (an operator, a bug): we lost the quorum.
-    await Promise.all([0, 1].map((i) => clients[i].set(keyOf(key), 'other', 'PX', 5_000)));
-    await clients[2].del(keyOf(key));
+    await Promise.all([0, 1].map((i) => clients[i]!.set(keyOf(key), 'other', 'PX', 5_000)));
+    await clients[2]!.del(keyOf(key));
     await waitFor(() => lock.signal.aborted, 2_000);
     await sleep(100); // room for any clean-up the renewal sent
     expect(await valuesOn(key)).toEqual(['other', 'other', null]);
@@ -171,7 +171,7 @@ describe('Redlock without INFO', () => {
 
 describe('Redlock fences', () => {
   const fenceOn = async (i: number, key: string): Promise<number> =>
-    Number(await clients[i].get(`${keyOf(key)}:fence`));
+    Number(await clients[i]!.get(`${keyOf(key)}:fence`));
 
   it('keep increasing when a node that missed the first grant seeds its counter later, and higher', async () => {
     const key = 'fence-late-node';
@@ -183,18 +183,18 @@ describe('Redlock fences', () => {
       expect(await lock.release()).toBe(true);
     };
 
-    proxies[2].blackhole(); // C misses the key's first grant
+    proxies[2]!.blackhole(); // C misses the key's first grant
     await grant(); // on A and B
-    proxies[2].heal(); // the held-back acquire now runs on C: its counter starts from a later clock
+    proxies[2]!.heal(); // the held-back acquire now runs on C: its counter starts from a later clock
     await waitFor(async () => (await fenceOn(2, key)) > 0, 2_000);
-    expect(await fenceOn(2, key)).toBeGreaterThan(fences[0]);
+    expect(await fenceOn(2, key)).toBeGreaterThan(fences[0]!);
 
-    proxies[0].blackhole();
+    proxies[0]!.blackhole();
     await grant(); // on B and C: C's higher counter wins
-    proxies[0].heal();
-    proxies[2].blackhole();
+    proxies[0]!.heal();
+    proxies[2]!.blackhole();
     await grant(); // on A and B again
-    proxies[2].heal();
+    proxies[2]!.heal();
     await grant(); // on all three
 
     expect(fences).toEqual([...fences].sort((x, y) => x - y));
@@ -208,11 +208,11 @@ describe('Redlock with a slow node', () => {
   it('answers RedisUnavailableError, not "busy", when a slow node leaves no validity on a free key', async () => {
     const locks = redlockService({ nodeTimeout: 200 }, true);
     await (await locks.acquire('slow:warm-up')).release(); // connections open, scripts loaded
-    proxies[2].setLatency(150); // a 300 ms round trip to C
+    proxies[2]!.setLatency(150); // a 300 ms round trip to C
     const outcome = await locks.acquire('slow', { ttl: 200 }).catch((error: unknown) => error);
     expect(outcome).not.toBeInstanceOf(LockNotAcquiredError);
     expect(outcome).toBeInstanceOf(RedisUnavailableError);
-    proxies[2].setLatency(0);
+    proxies[2]!.setLatency(0);
     // Nothing was left behind: the key is free for the next caller.
     await waitFor(async () => (await valuesOn('slow')).every((value) => value === null), 2_000);
   });

@@ -87,7 +87,7 @@ describe('Redlock over independent primaries', () => {
         await Promise.all(
           range(count)
             .filter((i) => occupied[i])
-            .map((i) => clients[i].set(lease, 'foreign', 'PX', 30_000)),
+            .map((i) => clients[i]!.set(lease, 'foreign', 'PX', 30_000)),
         );
         const free = occupied.filter((taken) => !taken).length;
         const label = occupied.map((taken) => (taken ? 'X' : '.')).join('');
@@ -96,13 +96,13 @@ describe('Redlock over independent primaries', () => {
         const lock = await locks.tryAcquire(key);
         actual.push(`${label} ${lock ? 'granted' : 'refused'}`);
         // Foreign holders are never touched; free nodes hold our token only when granted.
-        const values = await Promise.all(range(count).map((i) => clients[i].get(lease)));
+        const values = await Promise.all(range(count).map((i) => clients[i]!.get(lease)));
         expect(values).toEqual(
           occupied.map((taken) => (taken ? 'foreign' : (lock?.token ?? null))),
         );
         if (lock) {
           expect(await lock.release()).toBe(true);
-          const after = await Promise.all(range(count).map((i) => clients[i].get(lease)));
+          const after = await Promise.all(range(count).map((i) => clients[i]!.get(lease)));
           expect(after).toEqual(occupied.map((taken) => (taken ? 'foreign' : null)));
         }
       }
