@@ -28,7 +28,7 @@ import { ReportService } from './report.service.js';
 const require = createRequire(import.meta.url);
 const versionOf = (name: string) =>
   (require(`${name}/package.json`) as { version: string }).version;
-const CASES = 7;
+const CASES = 8;
 
 /** One call of two at once runs, the other is refused with our error class, seen from ESM. */
 async function sameKeyExcludes(reports: ReportService) {
@@ -108,10 +108,12 @@ async function main() {
       passed++;
       const extra = note === undefined ? '' : `, ${String(note)}`;
       console.log(`  ok   ${name} (${Math.round(performance.now() - started)} ms${extra})`);
+      return true;
     } catch (error) {
       failed++;
       console.log(`  FAIL ${name}`);
       console.log(indent(error instanceof Error && error.stack ? error.stack : String(error)));
+      return false;
     }
   };
 
@@ -121,25 +123,34 @@ async function main() {
 
   let app: INestApplicationContext | undefined;
   try {
-    app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
-    const reports = app.get(ReportService);
-    const locks = app.get(LockService);
-    assert.equal(reports.locks, locks, 'LockService injected by the class imported from ESM');
-    await run('@Locked same key: 2 concurrent calls -> 1 runs, 1 LockNotAcquiredError', () =>
-      sameKeyExcludes(reports),
+    const booted = await run(
+      'Nest 12 app boots; LockService injected by its ESM-imported class',
+      async () => {
+        app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+        const injected = app.get(ReportService).locks;
+        assert.ok(injected instanceof LockService, `injected ${String(injected)}`);
+        assert.equal(injected, app.get(LockService), 'the module registered the same class');
+      },
     );
-    await run("@Locked onBusy: 'skip' while busy -> undefined", () => busySkips(reports));
-    await run('@Locked different keys run in parallel', () => differentKeysInParallel(reports));
-    await run('LockService.withLock + currentLock + re-entrant @Locked', () =>
-      withLockReenters(reports, locks),
-    );
-    await run('LockService acquire/release, fence increases', () => acquireRelease(locks));
-    await run('app.close() closes LockService: acquire -> LockServiceClosedError', async () => {
-      const closing = app!;
-      app = undefined;
-      await closing.close();
-      await assert.rejects(locks.acquire('after-close'), LockServiceClosedError);
-    });
+    if (booted && app) {
+      const reports = app.get(ReportService);
+      const locks = app.get(LockService);
+      await run('@Locked same key: 2 concurrent calls -> 1 runs, 1 LockNotAcquiredError', () =>
+        sameKeyExcludes(reports),
+      );
+      await run("@Locked onBusy: 'skip' while busy -> undefined", () => busySkips(reports));
+      await run('@Locked different keys run in parallel', () => differentKeysInParallel(reports));
+      await run('LockService.withLock + currentLock + re-entrant @Locked', () =>
+        withLockReenters(reports, locks),
+      );
+      await run('LockService acquire/release, fence increases', () => acquireRelease(locks));
+      await run('app.close() closes LockService: acquire -> LockServiceClosedError', async () => {
+        const closing = app!;
+        app = undefined;
+        await closing.close();
+        await assert.rejects(locks.acquire('after-close'), LockServiceClosedError);
+      });
+    }
   } finally {
     await app?.close();
     await deleteOurKeys();
