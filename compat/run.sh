@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves the published shape of nestjs-redis-lock against NestJS 12 (ESM-only, loaded through
-# Node's require(esm)) and ioredis 6, outside jest:
-#   build -> npm pack -> fresh install of compat/package.json + the tarball in a temp dir -> check.js
+# Node's require(esm)) and ioredis 6, outside jest, from a CommonJS and from an ESM consumer:
+#   build -> npm pack -> fresh install of compat/package.json + the tarball in a temp dir
+#   -> check.js (CommonJS) -> tsc + esm/dist/check.js (a "type": "module" NestJS 12 app, compat/esm/)
 # The temp dir lives outside the repo, so nothing can fall back to the root node_modules (NestJS 11,
 # ioredis 5). Env: REDIS_URL (default redis://127.0.0.1:6379), KEEP_COMPAT_DIR=1 keeps the temp dir.
 set -euo pipefail
@@ -71,6 +72,23 @@ t0="$(now)"
 (cd "$WORK/app" && timeout 90 node check.js) | tee "$WORK/check.log"
 t_check="$(since "$t0")"
 
+# The ESM app sits inside the install, so its imports resolve from the same node_modules; its own
+# package.json only says "type": "module". tsc checks it, and the packed declarations it imports,
+# under module/moduleResolution nodenext, as an ESM user's build would.
+STEP="esm tsc"
+t0="$(now)"
+mkdir -p "$WORK/app/esm"
+cp -R "$COMPAT/esm/package.json" "$COMPAT/esm/tsconfig.json" "$COMPAT/esm/src" "$WORK/app/esm/"
+(cd "$WORK/app/esm" && ../node_modules/.bin/tsc -p tsconfig.json)
+t_esm_tsc="$(since "$t0")"
+
+STEP="esm check"
+t0="$(now)"
+(cd "$WORK/app/esm" && timeout 90 node dist/check.js) | tee "$WORK/esm-check.log"
+t_esm_check="$(since "$t0")"
+
 STEP="summary"
-echo "compat: timings: build ${t_build}, pack ${t_pack}, install ${t_install}, check ${t_check}"
+echo "compat: timings: build ${t_build}, pack ${t_pack}, install ${t_install}, check ${t_check}," \
+  "esm tsc ${t_esm_tsc}, esm check ${t_esm_check}"
 grep -E '^compat: NestJS .* passed, .* failed$' "$WORK/check.log" | tail -n 1
+grep -E '^compat esm: NestJS .* passed, .* failed$' "$WORK/esm-check.log" | tail -n 1
