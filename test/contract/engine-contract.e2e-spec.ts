@@ -28,8 +28,11 @@ import { uniquePrefix } from '../support/unique-prefix';
 /** The one thing that differs between the two runs: where the locks live. */
 interface ContractBackend {
   name: string;
-  /** A standalone LockService (what one app instance owns). */
-  locks(options?: RedisLockTestingOptions): LockService;
+  /**
+   * Makes standalone LockServices on one set of locks: each is what one app instance owns, so a
+   * release by one reaches another's waiters only as the backend's release message.
+   */
+  instances(options?: RedisLockTestingOptions): () => LockService;
   /** The module an app imports to get LockService and `@Locked`. */
   module(options?: RedisLockTestingOptions): DynamicModule;
 }
@@ -38,16 +41,28 @@ const prefix = uniquePrefix('engine-contract');
 const backends: ContractBackend[] = [
   {
     name: 'Redis',
-    locks: (options) => new LockService({ redis: SHARED_REDIS_URL, prefix, ...options }),
+    instances: (options) => () => new LockService({ redis: SHARED_REDIS_URL, prefix, ...options }),
     module: (options) =>
       RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix, startupCheck: 'off', ...options }),
   },
   {
     name: 'memory',
-    locks: (options) => lockServiceOn({ backend: new MemoryLockBackend() }, options),
+    instances: (options) => {
+      const backend = sharedMemory();
+      return () => lockServiceOn({ backend }, options);
+    },
     module: (options) => RedisLockTestingModule.forRoot(options),
   },
 ];
+
+/**
+ * One in-memory backend for several LockServices: each service closes its backend when it
+ * closes, so each gets a view whose close() leaves the shared locks open for the others.
+ */
+function sharedMemory(): MemoryLockBackend {
+  const memory = new MemoryLockBackend();
+  return Object.create(memory, { close: { value: () => Promise.resolve() } }) as MemoryLockBackend;
+}
 
 afterAll(async () => {
   const redis = redisClient();
@@ -99,10 +114,16 @@ describe.each(backends)('engine contract on $name', (backend) => {
     await Promise.all(services.splice(0).map((service) => service.close()));
   });
 
+  /** `count` app instances on one set of locks. */
+  function instances(count: number, options?: RedisLockTestingOptions): LockService[] {
+    const create = backend.instances(options);
+    const created = Array.from({ length: count }, create);
+    services.push(...created);
+    return created;
+  }
+
   function locks(options?: RedisLockTestingOptions): LockService {
-    const service = backend.locks(options);
-    services.push(service);
-    return service;
+    return instances(1, options)[0];
   }
 
   async function jobs(options?: RedisLockTestingOptions) {
@@ -133,36 +154,36 @@ describe.each(backends)('engine contract on $name', (backend) => {
   });
 
   it('ends a lease that is not renewed at its ttl: the signal aborts and another caller gets in', async () => {
-    const service = locks();
+    const [service, other] = instances(2);
     const lock = await service.acquire(key, { ttl: 200, renew: false });
-    expect(await service.tryAcquire(key)).toBeNull();
+    expect(await other.tryAcquire(key)).toBeNull();
     await sleep(400);
     expect(lock.isHeld).toBe(false);
     expect(lock.signal.aborted).toBe(true);
     expect(lock.signal.reason).toMatchObject({ name: LockLostError.name, reason: 'deadline' });
-    const next = await service.tryAcquire(key);
+    const next = await other.tryAcquire(key);
     expect(next).not.toBeNull();
     expect(await lock.release()).toBe(false);
     await next!.release();
   });
 
   it('keeps a renewed lease past many ttls', async () => {
-    const service = locks();
+    const [service, other] = instances(2);
     const lock = await service.acquire(key, { ttl: 300 });
     await sleep(1_000);
     expect(lock.isHeld).toBe(true);
     expect(lock.signal.aborted).toBe(false);
-    expect(await service.tryAcquire(key)).toBeNull();
+    expect(await other.tryAcquire(key)).toBeNull();
     expect(await lock.release()).toBe(true);
   });
 
   it('aborts the signal and emits "lost" when the lock is taken over', async () => {
-    const service = locks();
+    const [service, other] = instances(2);
     const lost: [string, string][] = [];
     service.on('lost', (error, handle) => lost.push([error.reason, handle.key]));
     const lock = await service.acquire(key, { ttl: 300 });
-    expect(await service.forceRelease(key)).toBe(true);
-    const thief = await service.acquire(key);
+    expect(await other.forceRelease(key)).toBe(true);
+    const thief = await other.acquire(key);
     await waitFor(() => lock.signal.aborted, 3_000);
     expect(lock.signal.reason).toMatchObject({ name: LockLostError.name, reason: 'not-owner' });
     expect(lost).toEqual([['not-owner', key]]);
@@ -172,10 +193,10 @@ describe.each(backends)('engine contract on $name', (backend) => {
   });
 
   it('wakes a waiter on release, long before the holder lease would end', async () => {
-    const service = locks();
+    const [service, other] = instances(2);
     const holder = await service.acquire(key, { ttl: 20_000 });
     const started = now();
-    const waiting = service.acquire(key, { wait: 10_000 });
+    const waiting = other.acquire(key, { wait: 10_000 });
     await sleep(100);
     await holder.release();
     const next = await waiting;
@@ -185,10 +206,10 @@ describe.each(backends)('engine contract on $name', (backend) => {
   });
 
   it('gives up at the wait budget with LockNotAcquiredError and the holder’s lease left', async () => {
-    const service = locks();
+    const [service, other] = instances(2);
     const holder = await service.acquire(key, { ttl: 20_000 });
     const started = now();
-    const error = await service.acquire(key, { wait: 300 }).catch((e: unknown) => e);
+    const error = await other.acquire(key, { wait: 300 }).catch((e: unknown) => e);
     const waited = now() - started;
     expect(error).toBeInstanceOf(LockNotAcquiredError);
     expect(waited).toBeGreaterThanOrEqual(290);
@@ -200,13 +221,13 @@ describe.each(backends)('engine contract on $name', (backend) => {
   });
 
   it('fair mode: hands the lock to the waiters in arrival order, fences increasing', async () => {
-    const service = locks({ fair: true });
+    const [service, ...others] = instances(4, { fair: true });
     const holder = await service.acquire(key, { ttl: 20_000 });
     const order: [string, number][] = [];
     const waiters: Promise<void>[] = [];
-    for (const name of ['a', 'b', 'c']) {
+    for (const [index, name] of ['a', 'b', 'c'].entries()) {
       waiters.push(
-        service.acquire(key, { wait: 10_000 }).then(async (lock: LockHandle) => {
+        others[index].acquire(key, { wait: 10_000 }).then(async (lock: LockHandle) => {
           order.push([name, lock.fence]);
           await sleep(20);
           await lock.release();
