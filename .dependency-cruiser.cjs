@@ -8,6 +8,9 @@
  */
 const layers = [
   ['index.ts'], // the public API, named one by one
+  // `nestjs-redis-lock/testing`: RedisLockTestingModule (RedisLockModule on the in-memory backend)
+  // and its helpers, a second entry point. Nothing imports it: see no-testing-in-main-entry.
+  ['testing'],
   ['module'], // RedisLockModule: wires everything into Nest
   ['decorator'], // @Locked, its interceptor and explorer
   // How lock failures answer on each transport: the filter for all of them, then HTTP and
@@ -49,6 +52,13 @@ module.exports = {
       to: { circular: true },
     },
     ...upwardRules,
+    {
+      name: 'no-testing-in-main-entry',
+      comment: 'The testing kit has its own entry: a production bundle must not carry it.',
+      severity: 'error',
+      from: { path: '^lib/', pathNot: '^lib/testing/' },
+      to: { path: '^lib/testing/' },
+    },
     {
       name: 'no-unlisted-folder',
       comment: 'Every folder of lib/ belongs to a layer: add a new one to the list above.',

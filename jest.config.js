@@ -3,7 +3,10 @@ const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }]
 const shared = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': tsJest },
-  moduleNameMapper: { '^nestjs-redis-lock$': '<rootDir>/lib/index.ts' },
+  moduleNameMapper: {
+    '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
+    '^nestjs-redis-lock/testing$': '<rootDir>/lib/testing/index.ts',
+  },
 };
 
 /** @type {import('jest').Config} */

@@ -11,7 +11,8 @@
  * connection); (2) a Nest 12 app with a `@Locked('order:<userId>')` provider method called twice at
  * once; (3) a `@Post(':userId') @Locked('order:<userId>')` route hit twice at once (201 + 409 with
  * Retry-After). (2) and (3) run on an ioredis 6 client created here and passed in as `redis`: the
- * library must use it and must not close it.
+ * library must use it and must not close it. (4) `nestjs-redis-lock/testing`: RedisLockTestingModule
+ * in a Nest 12 app, `@Locked` on in-memory locks, with the main entry's LockService class.
  *
  * Keys live under a unique prefix and are deleted at the end. The script exits by itself (run.sh
  * runs it under `timeout`, so a leaked handle fails the run). Env: REDIS_URL (default
@@ -60,7 +61,16 @@ function preflight() {
   // package's own documents (README, LICENSE, CHANGELOG) shipped.
   const libPkg = packageJsonOf('nestjs-redis-lock', __dirname);
   assert.equal(path.relative(libRoot, libEntry), path.join('dist', 'index.js'), 'entry point');
-  for (const field of [libPkg.types, libPkg.exports?.['.']?.types]) {
+  assert.equal(
+    path.relative(libRoot, require.resolve('nestjs-redis-lock/testing')),
+    path.join('dist', 'testing', 'index.js'),
+    'testing entry point',
+  );
+  for (const field of [
+    libPkg.types,
+    libPkg.exports?.['.']?.types,
+    libPkg.exports?.['./testing']?.types,
+  ]) {
     assert.ok(field && fs.existsSync(path.join(libRoot, field)), `types file ${field} is packed`);
   }
   const shipped = fs.readdirSync(libRoot).sort();
@@ -249,6 +259,37 @@ function describe(results) {
     .join(', ');
 }
 
+// (4) The testing entry: RedisLockTestingModule in a Nest 12 app, on in-memory locks. Its
+// LockService must be the main entry's class (one copy of the library, two entry points).
+async function testingModule() {
+  const { RedisLockTestingModule } = require('nestjs-redis-lock/testing');
+  class Jobs {
+    async run() {
+      await sleep(HOLD_MS);
+      return 'ran';
+    }
+  }
+  decorateMethod(Jobs, 'run', [Locked('job')]);
+  decorateClass(Jobs, [Injectable()]);
+  class TestModule {}
+  decorateClass(TestModule, [
+    Module({ imports: [RedisLockTestingModule.forRoot()], providers: [Jobs] }),
+  ]);
+  const app = await NestFactory.createApplicationContext(TestModule, { logger: ['error'] });
+  try {
+    assert.ok(app.get(LockService) instanceof LockService, "the main entry's LockService");
+    const jobs = app.get(Jobs);
+    const results = await Promise.allSettled([jobs.run(), jobs.run()]);
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : r.reason.constructor.name)).sort(),
+      ['LockNotAcquiredError', 'ran'],
+      `one call runs, one is refused: ${describe(results)}`,
+    );
+  } finally {
+    await app.close();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
@@ -297,6 +338,11 @@ async function main() {
       'case',
       'LockService acquire/tryAcquire/release (redis: URL)',
       lockServiceAcquireRelease,
+    );
+    await run(
+      'case',
+      'nestjs-redis-lock/testing: RedisLockTestingModule, @Locked on in-memory locks',
+      testingModule,
     );
 
     let app;
@@ -352,7 +398,7 @@ async function main() {
   console.log(
     `compat: NestJS ${versions.common} + ioredis ${versions.ioredis}: ${passed} passed, ${failed} failed`,
   );
-  process.exitCode = failed === 0 && passed === 3 ? 0 : 1;
+  process.exitCode = failed === 0 && passed === 4 ? 0 : 1;
 }
 
 /** Deletes every key under our prefix (fence counters outlive their locks). */

@@ -4,7 +4,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { LockHandle } from '../engine/lock-handle';
-import { LockEngine } from '../engine/lock-engine';
+import { LockEngine, type EngineBackend } from '../engine/lock-engine';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { assertLockKey } from '../keys/lock-keys';
@@ -28,6 +28,26 @@ import {
  */
 export type LockLostListener = (error: LockLostError, lock: LockHandle) => unknown;
 
+/** The backend the LockService under construction runs on, set by `lockServiceOn()` only. */
+let givenBackend: EngineBackend | undefined;
+
+/**
+ * A LockService on `backend` instead of the connection its options name: the seam the testing
+ * module builds its in-memory service with. Not part of the public API (the package exports
+ * neither it nor this file). @internal
+ */
+export function lockServiceOn(
+  backend: EngineBackend,
+  options: RedisLockModuleOptions = {},
+): LockService {
+  givenBackend = backend;
+  try {
+    return new LockService(options);
+  } finally {
+    givenBackend = undefined;
+  }
+}
+
 /**
  * Distributed locks on Redis. Injected by `RedisLockModule`; usable on its own as
  * `new LockService({ redis: 'redis://…' })` (then call `close()` when done).
@@ -38,7 +58,8 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   readonly engine: LockEngine;
 
   constructor(options: RedisLockModuleOptions = {}) {
-    this.engine = new LockEngine(resolveOptions(options));
+    // A plain `new LockService()` leaves `givenBackend` undefined: the engine opens its own.
+    this.engine = new LockEngine(resolveOptions(options), givenBackend);
   }
 
   /** The module options with defaults filled in. */

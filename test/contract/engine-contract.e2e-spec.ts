@@ -1,0 +1,272 @@
+/**
+ * One contract of engine behaviours, through the public LockService and `@Locked`, run on both
+ * backends: the shared Redis (its own key prefix) and the in-memory backend of
+ * `nestjs-redis-lock/testing`. The expectations are written once: a change that makes the memory
+ * backend answer otherwise than Redis fails here, on the memory side.
+ *
+ * Times are real on both sides (the watchdog, waits and leases run on real timers), with margins
+ * wide enough for a loaded machine.
+ */
+import { Injectable, type DynamicModule } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import {
+  currentLock,
+  Locked,
+  LockLostError,
+  LockNotAcquiredError,
+  LockService,
+  RedisLockModule,
+  type LockHandle,
+} from 'nestjs-redis-lock';
+import { RedisLockTestingModule, type RedisLockTestingOptions } from 'nestjs-redis-lock/testing';
+import { MemoryLockBackend } from '../../lib/backends/memory.backend';
+import { lockServiceOn } from '../../lib/service/lock.service';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
+import { now, sleep, waitFor } from '../support/time';
+import { uniquePrefix } from '../support/unique-prefix';
+
+/** The one thing that differs between the two runs: where the locks live. */
+interface ContractBackend {
+  name: string;
+  /**
+   * Makes standalone LockServices on one set of locks: each is what one app instance owns, so a
+   * release by one reaches another's waiters only as the backend's release message.
+   */
+  instances(options?: RedisLockTestingOptions): () => LockService;
+  /** The module an app imports to get LockService and `@Locked`. */
+  module(options?: RedisLockTestingOptions): DynamicModule;
+}
+
+const prefix = uniquePrefix('engine-contract');
+const backends: ContractBackend[] = [
+  {
+    name: 'Redis',
+    instances: (options) => () => new LockService({ redis: SHARED_REDIS_URL, prefix, ...options }),
+    module: (options) =>
+      RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix, startupCheck: 'off', ...options }),
+  },
+  {
+    name: 'memory',
+    instances: (options) => {
+      const backend = sharedMemory();
+      return () => lockServiceOn({ backend }, options);
+    },
+    module: (options) => RedisLockTestingModule.forRoot(options),
+  },
+];
+
+/**
+ * One in-memory backend for several LockServices: each service closes its backend when it
+ * closes, so each gets a view whose close() leaves the shared locks open for the others.
+ */
+function sharedMemory(): MemoryLockBackend {
+  const memory = new MemoryLockBackend();
+  return Object.create(memory, { close: { value: () => Promise.resolve() } }) as MemoryLockBackend;
+}
+
+afterAll(async () => {
+  const redis = redisClient();
+  await deleteKeys(redis, prefix);
+  await redis.quit();
+});
+
+@Injectable()
+class Jobs {
+  runs = 0;
+
+  @Locked('job', { onBusy: 'skip' })
+  async skipWhenBusy(): Promise<string> {
+    this.runs++;
+    return 'ran';
+  }
+
+  @Locked('job')
+  async throwWhenBusy(): Promise<string> {
+    this.runs++;
+    return 'ran';
+  }
+
+  /** Calls `inner` on the same key from inside its lock: the call chain holds it already. */
+  @Locked('account:<id>')
+  async outer(id: string): Promise<[number, number]> {
+    return [currentLock()!.fence, await this.inner(id)];
+  }
+
+  @Locked('account:<id>')
+  async inner(id: string): Promise<number> {
+    void id;
+    return currentLock()!.fence;
+  }
+}
+
+describe.each(backends)('engine contract on $name', (backend) => {
+  const services: LockService[] = [];
+  const modules: TestingModule[] = [];
+  let run = 0;
+  /** A key no other case (on the shared Redis) uses. */
+  let key: string;
+
+  beforeEach(() => {
+    key = `case-${++run}`;
+  });
+  afterEach(async () => {
+    await Promise.all(modules.splice(0).map((moduleRef) => moduleRef.close()));
+    await Promise.all(services.splice(0).map((service) => service.close()));
+  });
+
+  /** `count` app instances on one set of locks. */
+  function instances(count: number, options?: RedisLockTestingOptions): LockService[] {
+    const create = backend.instances(options);
+    const created = Array.from({ length: count }, create);
+    services.push(...created);
+    return created;
+  }
+
+  function locks(options?: RedisLockTestingOptions): LockService {
+    return instances(1, options)[0]!;
+  }
+
+  /** Two app instances on one set of locks. */
+  function pair(options?: RedisLockTestingOptions): [LockService, LockService] {
+    const [service, other] = instances(2, options);
+    return [service!, other!];
+  }
+
+  async function jobs(options?: RedisLockTestingOptions) {
+    const moduleRef = await Test.createTestingModule({
+      imports: [backend.module(options)],
+      providers: [Jobs],
+    }).compile();
+    modules.push(moduleRef);
+    await moduleRef.init();
+    return { jobs: moduleRef.get(Jobs), locks: moduleRef.get(LockService) };
+  }
+
+  it('gives each holder its own 128-bit token and a fence that increases per key', async () => {
+    const service = locks();
+    const first = await service.acquire(key);
+    expect(first.token).toMatch(/^[0-9a-f]{32}$/);
+    expect(await service.tryAcquire(key)).toBeNull();
+    expect(await service.isLocked(key)).toBe(true);
+    expect(await first.release()).toBe(true);
+    expect(await service.isLocked(key)).toBe(false);
+
+    const second = await service.acquire(key);
+    expect(second.token).not.toBe(first.token);
+    expect(second.fence).toBeGreaterThan(first.fence);
+    const third = await service.acquire(`${key}:other`);
+    expect(third.token).not.toBe(second.token);
+    await Promise.all([second.release(), third.release()]);
+  });
+
+  it('ends a lease that is not renewed at its ttl: the signal aborts and another caller gets in', async () => {
+    const [service, other] = pair();
+    const lock = await service.acquire(key, { ttl: 200, renew: false });
+    expect(await other.tryAcquire(key)).toBeNull();
+    await sleep(400);
+    expect(lock.isHeld).toBe(false);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toMatchObject({ name: LockLostError.name, reason: 'deadline' });
+    const next = await other.tryAcquire(key);
+    expect(next).not.toBeNull();
+    expect(await lock.release()).toBe(false);
+    await next!.release();
+  });
+
+  it('keeps a renewed lease past many ttls', async () => {
+    const [service, other] = pair();
+    const lock = await service.acquire(key, { ttl: 300 });
+    await sleep(1_000);
+    expect(lock.isHeld).toBe(true);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await other.tryAcquire(key)).toBeNull();
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('aborts the signal and emits "lost" when the lock is taken over', async () => {
+    const [service, other] = pair();
+    const lost: [string, string][] = [];
+    service.on('lost', (error, handle) => lost.push([error.reason, handle.key]));
+    const lock = await service.acquire(key, { ttl: 300 });
+    expect(await other.forceRelease(key)).toBe(true);
+    const thief = await other.acquire(key);
+    await waitFor(() => lock.signal.aborted, 3_000);
+    expect(lock.signal.reason).toMatchObject({ name: LockLostError.name, reason: 'not-owner' });
+    expect(lost).toEqual([['not-owner', key]]);
+    expect(await lock.release()).toBe(false);
+    expect(thief.isHeld).toBe(true);
+    expect(await thief.release()).toBe(true);
+  });
+
+  it('wakes a waiter on release, long before the holder lease would end', async () => {
+    const [service, other] = pair();
+    const holder = await service.acquire(key, { ttl: 20_000 });
+    const started = now();
+    const waiting = other.acquire(key, { wait: 10_000 });
+    await sleep(100);
+    await holder.release();
+    const next = await waiting;
+    expect(now() - started).toBeLessThan(2_000);
+    expect(next.fence).toBeGreaterThan(holder.fence);
+    await next.release();
+  });
+
+  it('gives up at the wait budget with LockNotAcquiredError and the holder’s lease left', async () => {
+    const [service, other] = pair();
+    const holder = await service.acquire(key, { ttl: 20_000 });
+    const started = now();
+    const error = await other.acquire(key, { wait: 300 }).catch((e: unknown) => e);
+    const waited = now() - started;
+    expect(error).toBeInstanceOf(LockNotAcquiredError);
+    expect(waited).toBeGreaterThanOrEqual(290);
+    expect(waited).toBeLessThan(2_000);
+    const { retryAfterMs } = error as LockNotAcquiredError;
+    expect(retryAfterMs).toBeGreaterThan(15_000);
+    expect(retryAfterMs).toBeLessThanOrEqual(20_000);
+    await holder.release();
+  });
+
+  it('fair mode: hands the lock to the waiters in arrival order, fences increasing', async () => {
+    const [service, ...others] = instances(4, { fair: true }) as [LockService, ...LockService[]];
+    const holder = await service.acquire(key, { ttl: 20_000 });
+    const order: [string, number][] = [];
+    const waiters: Promise<void>[] = [];
+    for (const [index, name] of ['a', 'b', 'c'].entries()) {
+      waiters.push(
+        others[index]!.acquire(key, { wait: 10_000 }).then(async (lock: LockHandle) => {
+          order.push([name, lock.fence]);
+          await sleep(20);
+          await lock.release();
+        }),
+      );
+      await sleep(100); // queued one after the other
+    }
+    await holder.release();
+    await Promise.all(waiters);
+    expect(order.map(([name]) => name)).toEqual(['a', 'b', 'c']);
+    const fences = [holder.fence, ...order.map(([, fence]) => fence)];
+    expect(fences).toEqual([...fences].sort((x, y) => x - y));
+    expect(new Set(fences).size).toBe(4);
+  });
+
+  it('onBusy: a busy @Locked method skips (resolves undefined) or throws, without running', async () => {
+    const app = await jobs();
+    const holder = await app.locks.acquire('job');
+    expect(await app.jobs.skipWhenBusy()).toBeUndefined();
+    await expect(app.jobs.throwWhenBusy()).rejects.toBeInstanceOf(LockNotAcquiredError);
+    expect(app.jobs.runs).toBe(0);
+    await holder.release();
+    expect(await app.jobs.skipWhenBusy()).toBe('ran');
+    expect(app.jobs.runs).toBe(1);
+  });
+
+  it('re-entrancy: a nested @Locked call on the same key shares the lock; off, it is busy', async () => {
+    const reentrant = await jobs();
+    const [outer, inner] = await reentrant.jobs.outer('1');
+    expect(inner).toBe(outer);
+
+    const strict = await jobs({ reentrant: false });
+    await expect(strict.jobs.outer('2')).rejects.toBeInstanceOf(LockNotAcquiredError);
+    expect(await strict.locks.isLocked('account:2')).toBe(false);
+  });
+});
