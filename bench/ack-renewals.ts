@@ -1,0 +1,167 @@
+/**
+ * `npm run bench:ack-renewals`: acknowledged renewals (a `WAIT` after each renewal under
+ * `replicaAck`) against the shipped design, in the Sentinel partition of
+ * test/topology/sentinel-partition.e2e-spec.ts, in steady state, and with a stalled replica.
+ * Starts its own redis-server / sentinel processes on free ports and stops them by pid.
+ *
+ *   node -r ./test/support/ts-register.js bench/ack-renewals.ts
+ *
+ * Environment:
+ *   ACK_BENCH_RUNS=3        runs per partition and stall cell (median and range reported)
+ *   ACK_BENCH_ONLY=a,b,c    a subset of the measurements
+ *
+ * The results and the decision they support: docs/ack-renewals-measurement.md.
+ */
+import { Logger } from '@nestjs/common';
+import { cpus, loadavg } from 'node:os';
+import { redisServerVersion } from '../test/support/redis-server';
+import { now } from '../test/support/time';
+import {
+  partitionRun,
+  renewalLatency,
+  stallRun,
+  startPair,
+  type PartitionRun,
+  type PartitionSetting,
+  type StallRun,
+} from './lib/ack-renewal-scenarios';
+import { MAX_LAG_S, REPLICA_ACK, VARIANTS, type Variant } from './lib/ack-renewal-variants';
+import { median } from './lib/stats';
+
+const RUNS = Number(process.env.ACK_BENCH_RUNS ?? 3);
+const ONLY = new Set((process.env.ACK_BENCH_ONLY ?? 'a,b,c').split(','));
+
+/** The partition test's two cases; variant 4 only with the longer lease (the budget). */
+const SETTINGS: { setting: PartitionSetting; variants: number[] }[] = [
+  { setting: { ttl: 1_000, downAfter: 1_000 }, variants: [1, 2, 3] },
+  { setting: { ttl: 6_000, downAfter: 6_000 }, variants: [1, 2, 3, 4] },
+];
+const STALLS = [1_000, 3_000];
+const STALL_LOCKS = 100;
+const STALL_TTL = 1_000;
+
+const print = (line = ''): void => void process.stdout.write(`${line}\n`);
+const variant = (id: number): Variant => VARIANTS.find((v) => v.id === id)!;
+const ms = (value: number): string => `${Math.round(value)}`;
+
+/** "median (min–max)" of the defined values; "–" when none. */
+function summary(values: (number | undefined)[], fmt = ms): string {
+  const defined = values.filter((v): v is number => v !== undefined);
+  if (defined.length === 0) return '–';
+  const low = Math.min(...defined);
+  const high = Math.max(...defined);
+  const spread = defined.length > 1 ? ` (${fmt(low)}–${fmt(high)})` : '';
+  return `${fmt(median(defined))}${spread}`;
+}
+
+/** X's loss, or "held ≥ N" when X still held when the observation ended. */
+function lostCell(runs: PartitionRun[]): string {
+  const held = runs.filter((run) => run.xLost === undefined);
+  const lost = summary(runs.map((run) => run.xLost));
+  if (held.length === 0) return lost;
+  const heldFor = `held ≥ ${ms(Math.min(...held.map((run) => run.observedUntil)))} in ${held.length}/${runs.length}`;
+  return held.length === runs.length ? heldFor : `${lost}; ${heldFor}`;
+}
+
+/** Overlap of the two holders: yGranted → xLost (none when X lost first). */
+function overlapCell(runs: PartitionRun[]): string {
+  const overlaps = runs.map((run) =>
+    run.xLost === undefined ? Infinity : Math.max(0, run.xLost - run.yGranted),
+  );
+  const cells = overlaps.map((o) => (o === Infinity ? '∞' : o === 0 ? 'none' : ms(o)));
+  return cells.join(' / ');
+}
+
+async function partitions(): Promise<void> {
+  print('a) Partition: primary cut off from sentinels and replica, not from holder X');
+  print('   (ms from the cut; median (min–max) of runs; "held ≥ N": X still held N ms after the cut,');
+  print('   renewing on the isolated primary until the partition heals; overlap per run, ∞ = until heal)');
+  print(
+    '| ttl / down-after | variant | promoted | Y granted | X lost | overlap (per run) |',
+  );
+  print('|---|---|---|---|---|---|');
+  for (const { setting, variants } of SETTINGS) {
+    for (const id of variants) {
+      const runs: PartitionRun[] = [];
+      for (let i = 0; i < RUNS; i++) runs.push(await partitionRun(variant(id), setting));
+      print(
+        `| ${setting.ttl / 1000} s / ${setting.downAfter / 1000} s | (${id}) ${variant(id).name} | ` +
+          `${summary(runs.map((r) => r.promoted))} | ${summary(runs.map((r) => r.yGranted))} | ` +
+          `${lostCell(runs)} | ${overlapCell(runs)} |`,
+      );
+    }
+  }
+  print();
+}
+
+async function steadyState(): Promise<void> {
+  print('b) One renewal batch, replica healthy, loopback (ms, 300 batches each after 20 warm-up)');
+  print('| locks per batch | renewal | p50 | p99 |');
+  print('|---|---|---|---|');
+  const pair = await startPair();
+  try {
+    for (const held of [1, 100]) {
+      for (const id of [1, 3]) {
+        const { p50, p99 } = await renewalLatency(pair, variant(id), held, 300);
+        const label = variant(id).ackRenewals ? 'with WAIT' : 'no WAIT (shipped)';
+        print(`| ${held} | ${label} | ${p50.toFixed(2)} | ${p99.toFixed(2)} |`);
+      }
+    }
+  } finally {
+    await pair.stop();
+  }
+  print();
+}
+
+async function stalls(): Promise<void> {
+  print(
+    `c) Replica SIGSTOPped, ${STALL_LOCKS} held locks (ttl ${STALL_TTL} ms), ` +
+      `replicaAck.timeout ${REPLICA_ACK.timeout} ms, max lag ${MAX_LAG_S} s`,
+  );
+  print('   (locks lost of those held, per run; first loss in ms from the stall\'s start)');
+  print('| stall | variant | lost per run | first loss |');
+  print('|---|---|---|---|');
+  const pair = await startPair();
+  try {
+    for (const stall of STALLS) {
+      for (const v of VARIANTS) {
+        const runs: StallRun[] = [];
+        for (let i = 0; i < RUNS; i++) {
+          runs.push(await stallRun(pair, v, STALL_LOCKS, STALL_TTL, stall));
+        }
+        const lost = runs.map((run) => `${run.lost}/${run.held}`).join(', ');
+        print(
+          `| ${stall / 1000} s | (${v.id}) ${v.name} | ${lost} | ${summary(runs.map((r) => r.firstLoss))} |`,
+        );
+      }
+    }
+  } finally {
+    await pair.stop();
+  }
+  print();
+}
+
+async function main(): Promise<void> {
+  // Renewals fail on purpose here; the library's warnings would bury the tables.
+  Logger.overrideLogger(['error']);
+  const started = now();
+  print(
+    `ack-renewals bench: redis-server ${redisServerVersion().join('.')}, node ${process.version}, ` +
+      `${cpus().length} cores, load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}, ${RUNS} runs per cell`,
+  );
+  print();
+  if (ONLY.has('a')) await partitions();
+  if (ONLY.has('b')) await steadyState();
+  if (ONLY.has('c')) await stalls();
+  print(`total ${((now() - started) / 1000).toFixed(0)} s`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

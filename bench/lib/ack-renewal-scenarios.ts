@@ -1,0 +1,212 @@
+/**
+ * The three measurements of the acknowledged-renewals experiment, each on redis-server processes
+ * of its own (free ports, stopped by pid): a Sentinel partition, the steady-state cost of one
+ * renewal batch, and a replica that stalls.
+ */
+import { LockService, type LockHandle } from 'nestjs-redis-lock';
+import type { HeldLock } from '../../lib/engine/lock-handle';
+import { startRedis, type RedisServer } from '../../test/support/redis-server';
+import { now, sleep, waitFor } from '../../test/support/time';
+import {
+  nodeCommand,
+  startSentinelTopology,
+  waitForReplication,
+} from '../../test/support/topologies';
+import { percentile } from './stats';
+import { serviceFor, setMinReplicas, waitForAcks, type Variant } from './ack-renewal-variants';
+
+const PREFIX = 'bench:ack-renewals:';
+
+// ---------------------------------------------------------------------------------------------
+// a) The partition of test/topology/sentinel-partition.e2e-spec.ts
+// ---------------------------------------------------------------------------------------------
+
+/** The ttl / down-after pairs of the partition test. */
+export interface PartitionSetting {
+  ttl: number;
+  downAfter: number;
+}
+
+/** One partition run, in ms from the cut. `xLost` undefined: X still held at `observedUntil`. */
+export interface PartitionRun {
+  promoted: number;
+  yGranted: number;
+  xLost?: number;
+  observedUntil: number;
+}
+
+/** How long after Y's grant to keep watching X (the old holder) before calling it "still held". */
+const OBSERVE_AFTER_Y = 3_000;
+
+/**
+ * Holder X locks through the sentinels; the primary is cut off from the sentinels and the replica
+ * (not from X); Y locks the same key once the replica is promoted. A fresh topology per run: after
+ * a failover the relay no longer stands between the primary and the others.
+ */
+export async function partitionRun(
+  variant: Variant,
+  setting: PartitionSetting,
+): Promise<PartitionRun> {
+  const topology = await startSentinelTopology({
+    proxyPrimaryLinks: true,
+    downAfter: setting.downAfter,
+  });
+  const services: LockService[] = [];
+  try {
+    const { port } = topology.primary;
+    // On the primary only, as in the test: the promoted lone replica has no replica to count.
+    if (variant.minReplicas) await setMinReplicas(port, true, `${PREFIX}probe`);
+    await waitForAcks(port, `${PREFIX}probe`);
+    const xService = serviceFor(variant, topology.redisOptions(), { prefix: PREFIX });
+    services.push(xService);
+    const x = await xService.acquire('split', { ttl: setting.ttl });
+    // Opens the renewal connection before the cut (an extension takes the renewal path).
+    await x.extend(setting.ttl);
+    await waitForReplication(port, topology.replica.port);
+    const start = now();
+    let xLost: number | undefined;
+    x.signal.addEventListener('abort', () => (xLost = now() - start));
+    topology.primaryLinks!.blackhole();
+    await topology.waitForPrimary(topology.replica);
+    const promoted = now() - start;
+    // Y without replicaAck: the promoted node has no replica to acknowledge its grant.
+    const yService = new LockService({ redis: topology.redisOptions(), prefix: PREFIX });
+    services.push(yService);
+    const y = await yService.acquire('split', { ttl: 10_000, wait: 15_000 });
+    const yGranted = now() - start;
+    const observedUntil = yGranted + OBSERVE_AFTER_Y;
+    await waitFor(() => xLost !== undefined || now() - start >= observedUntil, 30_000, 10);
+    topology.primaryLinks!.heal();
+    await y.release().catch(() => false);
+    return { promoted, yGranted, xLost, observedUntil };
+  } finally {
+    await Promise.all(services.map((service) => service.close().catch(() => undefined)));
+    await topology.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// b) and c): a primary with one healthy replica
+// ---------------------------------------------------------------------------------------------
+
+export interface Pair {
+  primary: RedisServer;
+  replica: RedisServer;
+  stop(): Promise<void>;
+}
+
+export async function startPair(): Promise<Pair> {
+  const primary = await startRedis({
+    args: ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'],
+  });
+  const replica = await startRedis({
+    args: ['--replicaof', '127.0.0.1', String(primary.port), '--repl-diskless-load', 'on-empty-db'],
+  });
+  await waitForAcks(primary.port, `${PREFIX}probe`);
+  return {
+    primary,
+    replica,
+    stop: async () => {
+      await Promise.all([replica.stop(), primary.stop()]);
+    },
+  };
+}
+
+/** Latency (ms) of one renewal batch of `held` locks, as the watchdog sends it. */
+export interface BatchLatency {
+  p50: number;
+  p99: number;
+}
+
+/** b) `rounds` renewal batches of `held` locks each, one after another, on a healthy pair. */
+export async function renewalLatency(
+  pair: Pair,
+  variant: Variant,
+  held: number,
+  rounds: number,
+): Promise<BatchLatency> {
+  const service = serviceFor(variant, pair.primary.url, { prefix: `${PREFIX}steady:` });
+  try {
+    // No watchdog renewals in between: only the batches measured here touch these leases.
+    const locks = await Promise.all(
+      Array.from({ length: held }, (_, i) =>
+        service.acquire(`k${i}`, { ttl: 60_000, renew: false }),
+      ),
+    );
+    const batch = locks as unknown as HeldLock[];
+    const waitsBefore = await waitCalls(pair.primary.port);
+    const samples: number[] = [];
+    for (let round = 0; round < rounds + 20; round++) {
+      const sent = now();
+      const answers = await service.engine.renewLeases(batch);
+      if (round >= 20) samples.push(now() - sent); // the first 20 warm up connections and JIT
+      if (!answers.every((answer) => answer === true)) throw new Error('a renewal was refused');
+    }
+    // The seam is in place: one WAIT per batch in the "ack" variants, none otherwise.
+    const waits = (await waitCalls(pair.primary.port)) - waitsBefore;
+    if (waits !== (variant.ackRenewals ? rounds + 20 : 0)) {
+      throw new Error(`${waits} WAITs for ${rounds + 20} renewal batches (${variant.name})`);
+    }
+    await Promise.all(locks.map((lock) => lock.release()));
+    return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  } finally {
+    await service.close();
+  }
+}
+
+/** How many WAIT commands the server on `port` has run. */
+async function waitCalls(port: number): Promise<number> {
+  const stats = String(await nodeCommand(port, 'INFO', 'commandstats'));
+  return Number(/cmdstat_wait:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+}
+
+/** c) What a stalled replica did to held locks. */
+export interface StallRun {
+  held: number;
+  /** Locks whose signal aborted by the end (stall + settle). */
+  lost: number;
+  /** ms from the stall's start to the first loss, if any. */
+  firstLoss?: number;
+}
+
+/**
+ * Holds `count` renewing locks of `ttl`, SIGSTOPs the replica for `stallMs`, resumes it, lets the
+ * renewals settle, and counts the locks lost.
+ */
+export async function stallRun(
+  pair: Pair,
+  variant: Variant,
+  count: number,
+  ttl: number,
+  stallMs: number,
+): Promise<StallRun> {
+  await setMinReplicas(pair.primary.port, variant.minReplicas, `${PREFIX}probe`);
+  await waitForAcks(pair.primary.port, `${PREFIX}probe`);
+  const service = serviceFor(variant, pair.primary.url, { prefix: `${PREFIX}stall:` });
+  try {
+    const locks: LockHandle[] = await Promise.all(
+      Array.from({ length: count }, (_, i) => service.acquire(`k${i}`, { ttl })),
+    );
+    // One renewal round before the stall, so every variant's renewal connection is open.
+    await sleep(ttl / 2);
+    await waitForReplication(pair.primary.port, pair.replica.port);
+    const start = now();
+    let firstLoss: number | undefined;
+    for (const lock of locks) {
+      lock.signal.addEventListener('abort', () => (firstLoss ??= now() - start));
+    }
+    pair.replica.pause();
+    try {
+      await sleep(stallMs);
+    } finally {
+      pair.replica.resume();
+    }
+    // Renewals blocked in WAIT, and the primary's once-a-second count of good replicas, settle.
+    await sleep(Math.max(ttl, 1_500));
+    const lost = locks.filter((lock) => lock.signal.aborted).length;
+    await Promise.all(locks.map((lock) => lock.release().catch(() => false)));
+    return { held: count, lost, firstLoss };
+  } finally {
+    await service.close();
+  }
+}
