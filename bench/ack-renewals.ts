@@ -74,16 +74,23 @@ function overlapCell(runs: PartitionRun[]): string {
 
 async function partitions(): Promise<void> {
   print('a) Partition: primary cut off from sentinels and replica, not from holder X');
-  print('   (ms from the cut; median (min–max) of runs; "held ≥ N": X still held N ms after the cut,');
-  print('   renewing on the isolated primary until the partition heals; overlap per run, ∞ = until heal)');
   print(
-    '| ttl / down-after | variant | promoted | Y granted | X lost | overlap (per run) |',
+    '   (ms from the cut; median (min–max) of runs; "held ≥ N": X still held N ms after the cut,',
   );
+  print(
+    '   renewing on the isolated primary until the partition heals; overlap per run, ∞ = until heal;',
+  );
+  print(
+    `   run i of ${RUNS} cuts at (i + 0.5) / ${RUNS} of a renewal period (ttl / 3) after X's last renewal)`,
+  );
+  print('| ttl / down-after | variant | promoted | Y granted | X lost | overlap (per run) |');
   print('|---|---|---|---|---|---|');
   for (const { setting, variants } of SETTINGS) {
     for (const id of variants) {
       const runs: PartitionRun[] = [];
-      for (let i = 0; i < RUNS; i++) runs.push(await partitionRun(variant(id), setting));
+      for (let i = 0; i < RUNS; i++) {
+        runs.push(await partitionRun(variant(id), setting, (i + 0.5) / RUNS));
+      }
       print(
         `| ${setting.ttl / 1000} s / ${setting.downAfter / 1000} s | (${id}) ${variant(id).name} | ` +
           `${summary(runs.map((r) => r.promoted))} | ${summary(runs.map((r) => r.yGranted))} | ` +
@@ -118,7 +125,7 @@ async function stalls(): Promise<void> {
     `c) Replica SIGSTOPped, ${STALL_LOCKS} held locks (ttl ${STALL_TTL} ms), ` +
       `replicaAck.timeout ${REPLICA_ACK.timeout} ms, max lag ${MAX_LAG_S} s`,
   );
-  print('   (locks lost of those held, per run; first loss in ms from the stall\'s start)');
+  print("   (locks lost of those held, per run; first loss in ms from the stall's start)");
   print('| stall | variant | lost per run | first loss |');
   print('|---|---|---|---|');
   const pair = await startPair();

@@ -41,11 +41,14 @@ const OBSERVE_AFTER_Y = 3_000;
 /**
  * Holder X locks through the sentinels; the primary is cut off from the sentinels and the replica
  * (not from X); Y locks the same key once the replica is promoted. A fresh topology per run: after
- * a failover the relay no longer stands between the primary and the others.
+ * a failover the relay no longer stands between the primary and the others. How soon X can learn
+ * depends on when its next renewal comes, so runs cut at different phases of the renewal period.
  */
 export async function partitionRun(
   variant: Variant,
   setting: PartitionSetting,
+  /** Where in the renewal period (0–1, from the last renewal) the cut falls. */
+  phase: number,
 ): Promise<PartitionRun> {
   const topology = await startSentinelTopology({
     proxyPrimaryLinks: true,
@@ -60,9 +63,12 @@ export async function partitionRun(
     const xService = serviceFor(variant, topology.redisOptions(), { prefix: PREFIX });
     services.push(xService);
     const x = await xService.acquire('split', { ttl: setting.ttl });
-    // Opens the renewal connection before the cut (an extension takes the renewal path).
+    // Opens the renewal connection before the cut (an extension takes the renewal path), and
+    // sets the renewal clock: the next renewals go out every ttl / 3 from here.
+    const renewedAt = now();
     await x.extend(setting.ttl);
     await waitForReplication(port, topology.replica.port);
+    await sleep(renewedAt + (phase * setting.ttl) / 3 - now());
     const start = now();
     let xLost: number | undefined;
     x.signal.addEventListener('abort', () => (xLost = now() - start));

@@ -11,10 +11,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { LockService } from 'nestjs-redis-lock';
-import {
-  AcknowledgedGrants,
-  type ReplicaAckOptions,
-} from '../../lib/backends/acknowledged-grants';
+import { AcknowledgedGrants, type ReplicaAckOptions } from '../../lib/backends/acknowledged-grants';
 import type { LockBackend, RenewableLease } from '../../lib/backends/lock-backend';
 import { RedisUnavailableError } from '../../lib/errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../../lib/keys/lock-keys';
@@ -45,9 +42,9 @@ class AcknowledgedRenewals {
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
     const [renewed] = await this.acknowledged(keys.lock, 1, (client) =>
-      extendScript.run(client, [keys.lock, keys.fence], [token, ms, this.fenceRetention]).then(
-        (reply) => [Number(reply)],
-      ),
+      extendScript
+        .run(client, [keys.lock, keys.fence], [token, ms, this.fenceRetention])
+        .then((reply) => [Number(reply)]),
     );
     return renewed;
   }
