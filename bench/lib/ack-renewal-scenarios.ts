@@ -118,45 +118,63 @@ export async function startPair(): Promise<Pair> {
   };
 }
 
-/** Latency (ms) of one renewal batch of `held` locks, as the watchdog sends it. */
+/** Latency (ms) of one renewal batch, as the watchdog sends it. */
 export interface BatchLatency {
   p50: number;
   p99: number;
 }
 
-/** b) `rounds` renewal batches of `held` locks each, one after another, on a healthy pair. */
+const WARM_UP = 20;
+
+/**
+ * b) `rounds` renewal batches of `held` locks each, for every variant given, on a healthy pair.
+ * The variants take turns batch by batch, so the load of a shared machine weighs on all alike.
+ */
 export async function renewalLatency(
   pair: Pair,
-  variant: Variant,
+  variants: Variant[],
   held: number,
   rounds: number,
-): Promise<BatchLatency> {
-  const service = serviceFor(variant, pair.primary.url, { prefix: `${PREFIX}steady:` });
+): Promise<BatchLatency[]> {
+  const services = variants.map((variant, v) =>
+    serviceFor(variant, pair.primary.url, { prefix: `${PREFIX}steady:${v}:` }),
+  );
   try {
     // No watchdog renewals in between: only the batches measured here touch these leases.
-    const locks = await Promise.all(
-      Array.from({ length: held }, (_, i) =>
-        service.acquire(`k${i}`, { ttl: 60_000, renew: false }),
-      ),
+    const batches = await Promise.all(
+      services.map(async (service) => {
+        const locks = await Promise.all(
+          Array.from({ length: held }, (_, i) =>
+            service.acquire(`k${i}`, { ttl: 60_000, renew: false }),
+          ),
+        );
+        return locks as unknown as HeldLock[];
+      }),
     );
-    const batch = locks as unknown as HeldLock[];
-    const waitsBefore = await waitCalls(pair.primary.port);
-    const samples: number[] = [];
-    for (let round = 0; round < rounds + 20; round++) {
-      const sent = now();
-      const answers = await service.engine.renewLeases(batch);
-      if (round >= 20) samples.push(now() - sent); // the first 20 warm up connections and JIT
-      if (!answers.every((answer) => answer === true)) throw new Error('a renewal was refused');
+    const samples: number[][] = variants.map(() => []);
+    const waits = variants.map(() => 0);
+    for (let round = 0; round < rounds + WARM_UP; round++) {
+      for (let v = 0; v < variants.length; v++) {
+        const before = await waitCalls(pair.primary.port);
+        const sent = now();
+        const answers = await services[v].engine.renewLeases(batches[v]);
+        // The first rounds warm up connections and the JIT.
+        if (round >= WARM_UP) samples[v].push(now() - sent);
+        waits[v] += (await waitCalls(pair.primary.port)) - before;
+        if (!answers.every((answer) => answer === true)) throw new Error('a renewal was refused');
+      }
     }
     // The seam is in place: one WAIT per batch in the "ack" variants, none otherwise.
-    const waits = (await waitCalls(pair.primary.port)) - waitsBefore;
-    if (waits !== (variant.ackRenewals ? rounds + 20 : 0)) {
-      throw new Error(`${waits} WAITs for ${rounds + 20} renewal batches (${variant.name})`);
-    }
-    await Promise.all(locks.map((lock) => lock.release()));
-    return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+    variants.forEach((variant, v) => {
+      const expected = variant.ackRenewals ? rounds + WARM_UP : 0;
+      if (waits[v] !== expected) {
+        throw new Error(`${waits[v]} WAITs for ${rounds + WARM_UP} batches (${variant.name})`);
+      }
+    });
+    await Promise.all(batches.flat().map((lock) => lock.release()));
+    return samples.map((times) => ({ p50: percentile(times, 50), p99: percentile(times, 99) }));
   } finally {
-    await service.close();
+    await Promise.all(services.map((service) => service.close()));
   }
 }
 
@@ -208,7 +226,7 @@ export async function stallRun(
       pair.replica.resume();
     }
     // Renewals blocked in WAIT, and the primary's once-a-second count of good replicas, settle.
-    await sleep(Math.max(ttl, 1_500));
+    await sleep(ttl + 200);
     const lost = locks.filter((lock) => lock.signal.aborted).length;
     await Promise.all(locks.map((lock) => lock.release().catch(() => false)));
     return { held: count, lost, firstLoss };
