@@ -36,7 +36,7 @@ export interface PartitionRun {
 }
 
 /** How long after Y's grant to keep watching X (the old holder) before calling it "still held". */
-const OBSERVE_AFTER_Y = 3_000;
+const OBSERVE_AFTER_Y = 2_000;
 
 /**
  * Holder X locks through the sentinels; the primary is cut off from the sentinels and the replica
