@@ -9,6 +9,7 @@
  * Environment:
  *   ACK_BENCH_RUNS=3        runs per partition and stall cell (median and range reported)
  *   ACK_BENCH_ONLY=a,b,c    a subset of the measurements
+ *   ACK_BENCH_TIMEOUT=500   replicaAck.timeout (ms) of grants and acknowledged renewals
  *
  * The results and the decision they support: docs/ack-renewals-measurement.md.
  */

@@ -24,8 +24,15 @@ export const VARIANTS: Variant[] = [
   { id: 4, name: 'ack renewals + min-replicas', ackRenewals: true, minReplicas: true },
 ];
 
-/** `replicaAck` of every variant: grants (and, in "ack" variants, renewals) wait this long. */
-export const REPLICA_ACK = { minReplicas: 1, timeout: 500 };
+/**
+ * `replicaAck` of every variant: grants (and, in "ack" variants, renewals) wait this long. The
+ * timeout is the knob of acknowledged renewals: the replica stall they ride out, and what they add
+ * to the time a cut-off holder takes to learn (`ACK_BENCH_TIMEOUT`, default 500 ms).
+ */
+export const REPLICA_ACK = {
+  minReplicas: 1,
+  timeout: Number(process.env.ACK_BENCH_TIMEOUT ?? 500),
+};
 export const MAX_LAG_S = 1;
 
 /** A LockService for `variant` on the Redis that `redis` names (a URL or Sentinel options). */
