@@ -2,19 +2,9 @@
  * Observable-returning `@Locked` methods (routes, SSE, providers): the lock is held from subscribe
  * until complete, error or unsubscribe, and a lock granted after the subscriber left is released.
  */
-import {
-  Controller,
-  Get,
-  Injectable,
-  Param,
-  Sse,
-  type INestApplication,
-  type MessageEvent,
-} from '@nestjs/common';
+import { Controller, Get, Injectable, Param, type INestApplication } from '@nestjs/common';
 import type Redis from 'ioredis';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { defer, interval, map, Observable, Subject, throwError, timer } from 'rxjs';
+import { defer, map, Observable, Subject, throwError, timer } from 'rxjs';
 import request from 'supertest';
 import { LockService, Locked } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient } from '../support/shared-redis';
@@ -48,13 +38,6 @@ class StreamsController {
       }),
     );
   }
-
-  @Sse('events/:id')
-  @Locked('sse:<id>')
-  events(@Param('id') id: string): Observable<MessageEvent> {
-    // Endless: only the client leaving ends it.
-    return interval(50).pipe(map((n) => ({ data: { id, n } })));
-  }
 }
 
 @Injectable()
@@ -77,31 +60,6 @@ class FeedService {
     void id;
     return throwError(() => new Error('feed broke'));
   }
-}
-
-/** Opens an SSE stream; resolves once the first event arrived, with a function to abort it. */
-function openSse(port: number, path: string): Promise<{ firstEvent: string; abort: () => void }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({
-      host: '127.0.0.1',
-      port,
-      path,
-      headers: { accept: 'text/event-stream' },
-    });
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`SSE answered ${res.statusCode}`));
-      let text = '';
-      res.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        if (text.includes('\n\n')) {
-          res.removeAllListeners('data');
-          resolve({ firstEvent: text, abort: () => req.destroy() });
-        }
-      });
-      res.on('error', () => undefined);
-    });
-    req.on('error', () => undefined);
-  });
 }
 
 describe('@Locked on Observable-returning methods', () => {
@@ -158,18 +116,6 @@ describe('@Locked on Observable-returning methods', () => {
       const response = await request(app.getHttpServer()).get('/streams/failing/1');
       expect(response.status).toBe(500);
       expect(await locks.isLocked('failing:1')).toBe(false);
-    });
-
-    it("holds an SSE stream's key while the client listens, and releases it when it leaves", async () => {
-      const { port } = app.getHttpServer().address() as AddressInfo;
-      const stream = await openSse(port, '/streams/events/7');
-      expect(stream.firstEvent).toContain('data: {"id":"7","n":0}');
-      expect(await locks.isLocked('sse:7')).toBe(true);
-      await sleep(200);
-      expect(await locks.isLocked('sse:7')).toBe(true);
-
-      stream.abort();
-      await waitFor(async () => !(await locks.isLocked('sse:7')), 2_000, 10);
     });
   });
 
