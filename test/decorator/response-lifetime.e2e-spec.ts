@@ -176,6 +176,14 @@ class LifetimeController {
     void runs.work(`res:${userId}`).then((body) => res.status(201).send(body));
   }
 
+  /** Takes the response and never answers: only the client leaving ends the call. */
+  @Post('never/:userId')
+  @Locked('never:<userId>')
+  async neverAnswers(@Param('userId') userId: string, @Res() res: Reply): Promise<void> {
+    void res;
+    runs.enter(`never:${userId}`);
+  }
+
   @Post('control/res/:userId')
   @UseInterceptors(ReleaseOnReturnInterceptor)
   controlReplyLater(@Param('userId') userId: string, @Res() res: Reply): void {
@@ -250,7 +258,7 @@ describe.each(PLATFORMS)(
         ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false })
         : moduleRef.createNestApplication({ logger: false });
       streamInto = options.streamInto;
-    runs.reset(); // the same keys as on the platform before
+      runs.reset(); // the same keys as on the platform before
       await app.listen(0, '127.0.0.1');
       locks = app.get(LockService);
       port = (app.getHttpServer().address() as AddressInfo).port;
@@ -348,6 +356,17 @@ describe.each(PLATFORMS)(
         await released(key);
         expect(runs.maxConcurrent(key)).toBe(1);
       });
+    });
+
+    it('releases the key of a @Res() handler that never answers when the client disconnects', async () => {
+      const key = 'never:u-5';
+      const req = http.request({ host: '127.0.0.1', port, path: '/never/u-5', method: 'POST' });
+      req.on('error', () => undefined);
+      req.end();
+      await waitFor(() => runs.started(key) === 1, 3_000, 5);
+      expect(await locks.isLocked(key)).toBe(true);
+      req.destroy();
+      await released(key);
     });
 
     it('@Res({ passthrough: true }): Nest sends the return value, and the key is released', async () => {
