@@ -26,7 +26,7 @@ import {
 } from '@nestjs/common';
 import type Redis from 'ioredis';
 import type { AddressInfo } from 'node:net';
-import { interval, map, type Observable } from 'rxjs';
+import { interval, map, Subject, type Observable } from 'rxjs';
 import request from 'supertest';
 import {
   currentLock,
@@ -39,7 +39,8 @@ import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-red
 import { Gate, sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { createDecoratorApp, keysUnder, leaseKey } from './decorator-app';
-import { openSse } from './fixtures/sse-events';
+import { openSse, sseEvents } from './fixtures/sse-events';
+import { httpAnswer } from './fixtures/transport-app';
 
 /** What a busy route answers by default: Nest's shape, no key, no advice. */
 const BUSY_BODY = {
@@ -225,6 +226,17 @@ class OrdersController {
   @Locked('sse:<id>')
   events(@Param('id') id: string): Observable<MessageEvent> {
     return interval(50).pipe(map((n) => ({ data: { id, n } })));
+  }
+
+  /** The open `lost-events` streams and their locks' signals, by id: the test drives them. */
+  readonly lostStreams = new Map<string, { events: Subject<MessageEvent>; signal: AbortSignal }>();
+
+  @Sse('lost-events/:id')
+  @Locked('sse-lost:<id>', { ttl: 600 })
+  lostEvents(@Param('id') id: string): Observable<MessageEvent> {
+    const events = new Subject<MessageEvent>();
+    this.lostStreams.set(id, { events, signal: currentLock()!.signal });
+    return events;
   }
 
   /** Loses its lock, and finishes once its signal told it so. */
@@ -468,6 +480,34 @@ describe.each(PLATFORMS)('@Locked on controller routes (%s)', (platform, { fasti
 
     stream.abort();
     await waitFor(async () => !(await locks.isLocked('sse:7')), 2_000, 10);
+  });
+
+  it('ends an SSE stream whose lock was lost with an error event carrying the lost-lock message', async () => {
+    const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const { port } = app.getHttpServer().address() as AddressInfo;
+      const answer = httpAnswer(port, 'GET', '/orders/lost-events/s');
+      await waitFor(() => controller.lostStreams.has('s'), 3_000, 5);
+      const stream = controller.lostStreams.get('s')!;
+      stream.events.next({ data: 'before' });
+      await operator.forceRelease('sse-lost:s');
+      await aborted(stream.signal); // the next renewal found the key gone
+      expect(stream.signal.aborted).toBe(true);
+      stream.events.next({ data: 'after' });
+      stream.events.complete();
+
+      const { status, body } = await answer;
+      // The headers went out with the first event: the loss can only be told in the stream.
+      expect(status).toBe(200);
+      expect(sseEvents(body)).toEqual([
+        { data: 'before' },
+        { data: 'after' },
+        { event: 'error', data: LOST_BODY.message },
+      ]);
+      expect(await locks.isLocked('sse-lost:s')).toBe(false);
+    } finally {
+      logged.mockRestore();
+    }
   });
 
   it('answers a lock lost mid-request with 500 instead of a success (the work may have committed)', async () => {
