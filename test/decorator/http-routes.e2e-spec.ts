@@ -204,6 +204,20 @@ class OrdersController {
     return 'never';
   }
 
+  @Get('no-key-function')
+  @Locked(() => undefined as unknown as string)
+  async noKeyFunction(): Promise<string> {
+    this.runs++;
+    return 'never';
+  }
+
+  @Get('long-function')
+  @Locked(() => 'k'.repeat(600))
+  async longFunction(): Promise<string> {
+    this.runs++;
+    return 'never';
+  }
+
   @Get('skip/:id')
   @Locked('skip:<id>', { onBusy: 'skip' })
   async skipWhenBusy(@Param('id') id: string): Promise<{ ran: string }> {
@@ -350,6 +364,23 @@ describe.each(PLATFORMS)('@Locked on controller routes (%s)', (platform, { fasti
       expect(response.status).toBe(400);
       expect(response.body).toEqual(BAD_REQUEST_BODY);
       expect(warning()).toMatch(/key function .* returned an empty string/);
+    });
+
+    it('a key function that returns no string', async () => {
+      const response = await request(app.getHttpServer()).get('/orders/no-key-function');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual(BAD_REQUEST_BODY);
+      expect(warning()).toMatch(/key function .* returned undefined/);
+      expect(controller.runs).toBe(0);
+    });
+
+    it('a key function that returns a key over maxKeyLength', async () => {
+      const response = await request(app.getHttpServer()).get('/orders/long-function');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual(BAD_REQUEST_BODY);
+      expect(warning()).toMatch(/over the limit of 512/);
+      expect(controller.runs).toBe(0);
+      expect(await keysUnder(redis, `${prefix}{kkk`)).toEqual([]);
     });
 
     it('a key over maxKeyLength', async () => {
