@@ -95,6 +95,12 @@ export class ConcurrentRuns {
   openAll(): void {
     for (const gate of this.gates.values()) gate.release();
   }
+
+  /** Opens every gate and forgets every count: a suite run again on another server starts at 0. */
+  reset(): void {
+    this.openAll();
+    for (const counts of [this.active, this.most, this.starts, this.gates]) counts.clear();
+  }
 }
 
 /** Route metadata: after how many ms `TimeoutInterceptor` gives up on the handler. */

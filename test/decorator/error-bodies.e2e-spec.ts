@@ -1,5 +1,6 @@
 /**
- * What an HTTP client is told about a lock failure, through a real Express server on real Redis:
+ * What an HTTP client is told about a lock failure, through real Express and Fastify servers (the
+ * route tests run on both) on real Redis:
  * by default Nest's shape (`statusCode`, `error`, `message`) with a generic message — no key (keys
  * hold e-mails and user ids), no Redis reply, no advice meant for developers — and the detail in
  * one log line through Nest's `Logger`. `errorDetails: 'detailed'` brings the detail back.
@@ -132,10 +133,21 @@ function captureLogs(): { lines: { level: Level; text: string }[]; restore: () =
   return { lines, restore: () => spies.forEach((spy) => spy.mockRestore()) };
 }
 
-async function startApp(prefix: string, lock: Omit<RedisLockModuleOptions, 'prefix'> = {}) {
+/** The route tests below run once per HTTP platform Nest ships an adapter for. */
+const PLATFORMS = [
+  ['express', false],
+  ['fastify', true],
+] as const;
+
+async function startApp(
+  prefix: string,
+  fastify: boolean,
+  lock: Omit<RedisLockModuleOptions, 'prefix'> = {},
+) {
   return createDecoratorApp({
     prefix,
     lock,
+    fastify,
     controllers: [AccountsController],
     providers: [AccountService, { provide: APP_FILTER, useClass: LockExceptionFilter }] as never,
   });
@@ -148,8 +160,8 @@ function expectNothingSpecific(response: request.Response, ...values: string[]):
   expect(Object.keys(response.body).sort()).toEqual(['error', 'message', 'statusCode']);
 }
 
-describe('lock failures on HTTP routes, by default', () => {
-  const prefix = uniquePrefix('error-bodies');
+describe.each(PLATFORMS)('lock failures on HTTP routes, by default (%s)', (platform, fastify) => {
+  const prefix = uniquePrefix(`error-bodies-${platform}`);
   let app: INestApplication;
   let locks: LockService;
   let redis: Redis;
@@ -157,7 +169,7 @@ describe('lock failures on HTTP routes, by default', () => {
 
   beforeAll(async () => {
     redis = redisClient();
-    app = await startApp(prefix);
+    app = await startApp(prefix, fastify);
     locks = app.get(LockService);
     operator = new LockService({ redis: SHARED_REDIS_URL, prefix });
   });
@@ -267,61 +279,64 @@ describe('lock failures on HTTP routes, by default', () => {
   });
 });
 
-describe('lock failures on HTTP routes when Redis cannot be used', () => {
-  const prefix = uniquePrefix('error-bodies-redis');
-  const apps: INestApplication[] = [];
-  let logs: ReturnType<typeof captureLogs>;
+describe.each(PLATFORMS)(
+  'lock failures on HTTP routes when Redis cannot be used (%s)',
+  (platform, fastify) => {
+    const prefix = uniquePrefix(`error-bodies-redis-${platform}`);
+    const apps: INestApplication[] = [];
+    let logs: ReturnType<typeof captureLogs>;
 
-  beforeEach(() => (logs = captureLogs()));
-  afterEach(() => logs.restore());
+    beforeEach(() => (logs = captureLogs()));
+    afterEach(() => logs.restore());
 
-  afterAll(async () => {
-    await Promise.all(apps.map((app) => app.close()));
-    await stopAllRedis();
-    // A client that never connected keeps a short disconnect timer; let it run out here.
-    await sleep(250);
-  });
-
-  it('a wrong password: 503 with the generic body; the WRONGPASS reply only in the log', async () => {
-    const server = await startRedis();
-    const admin = redisClient(server.url);
-    // The same as `--requirepass`, set after start: the harness' readiness PING has no AUTH.
-    await admin.config('SET', 'requirepass', 'right-password');
-    admin.disconnect();
-    const app = await startApp(prefix, {
-      redis: `redis://:wrong-password@127.0.0.1:${server.port}`,
-      commandTimeout: 1_000,
+    afterAll(async () => {
+      await Promise.all(apps.map((app) => app.close()));
+      await stopAllRedis();
+      // A client that never connected keeps a short disconnect timer; let it run out here.
+      await sleep(250);
     });
-    apps.push(app);
 
-    const response = await request(app.getHttpServer()).post(`/accounts/signup/${EMAIL}`);
-    expect(response.status).toBe(503);
-    expect(response.body).toEqual(SAFE.unavailable);
-    expectNothingSpecific(response, 'alice', 'WRONGPASS', 'password');
-    const detailed = logs.lines.filter((line) => line.text.includes('answered 503'));
-    expect(detailed).toEqual([
-      { level: 'error', text: expect.stringMatching(/WRONGPASS|password/) },
-    ]);
-  });
+    it('a wrong password: 503 with the generic body; the WRONGPASS reply only in the log', async () => {
+      const server = await startRedis();
+      const admin = redisClient(server.url);
+      // The same as `--requirepass`, set after start: the harness' readiness PING has no AUTH.
+      await admin.config('SET', 'requirepass', 'right-password');
+      admin.disconnect();
+      const app = await startApp(prefix, fastify, {
+        redis: `redis://:wrong-password@127.0.0.1:${server.port}`,
+        commandTimeout: 1_000,
+      });
+      apps.push(app);
 
-  it('Redis out of reach: 503 with the generic body; the cause only in the log', async () => {
-    const app = await startApp(prefix, {
-      redis: `redis://127.0.0.1:${await freePort()}`,
-      commandTimeout: 300,
+      const response = await request(app.getHttpServer()).post(`/accounts/signup/${EMAIL}`);
+      expect(response.status).toBe(503);
+      expect(response.body).toEqual(SAFE.unavailable);
+      expectNothingSpecific(response, 'alice', 'WRONGPASS', 'password');
+      const detailed = logs.lines.filter((line) => line.text.includes('answered 503'));
+      expect(detailed).toEqual([
+        { level: 'error', text: expect.stringMatching(/WRONGPASS|password/) },
+      ]);
     });
-    apps.push(app);
-    const response = await request(app.getHttpServer()).post(`/accounts/signup/${EMAIL}`);
-    expect(response.status).toBe(503);
-    expect(response.body).toEqual(SAFE.unavailable);
-    expectNothingSpecific(response, 'alice', '127.0.0.1');
-    expect(logs.lines.filter((line) => line.text.includes('answered 503'))).toEqual([
-      { level: 'error', text: expect.stringContaining('AccountsController.signUp') },
-    ]);
-  });
-});
 
-describe("errorDetails: 'detailed'", () => {
-  const prefix = uniquePrefix('error-bodies-detailed');
+    it('Redis out of reach: 503 with the generic body; the cause only in the log', async () => {
+      const app = await startApp(prefix, fastify, {
+        redis: `redis://127.0.0.1:${await freePort()}`,
+        commandTimeout: 300,
+      });
+      apps.push(app);
+      const response = await request(app.getHttpServer()).post(`/accounts/signup/${EMAIL}`);
+      expect(response.status).toBe(503);
+      expect(response.body).toEqual(SAFE.unavailable);
+      expectNothingSpecific(response, 'alice', '127.0.0.1');
+      expect(logs.lines.filter((line) => line.text.includes('answered 503'))).toEqual([
+        { level: 'error', text: expect.stringContaining('AccountsController.signUp') },
+      ]);
+    });
+  },
+);
+
+describe.each(PLATFORMS)("errorDetails: 'detailed' (%s)", (platform, fastify) => {
+  const prefix = uniquePrefix(`error-bodies-detailed-${platform}`);
   let app: INestApplication;
   let locks: LockService;
   let redis: Redis;
@@ -329,7 +344,7 @@ describe("errorDetails: 'detailed'", () => {
 
   beforeAll(async () => {
     redis = redisClient();
-    app = await startApp(prefix, { errorDetails: 'detailed' });
+    app = await startApp(prefix, fastify, { errorDetails: 'detailed' });
     locks = app.get(LockService);
     operator = new LockService({ redis: SHARED_REDIS_URL, prefix });
   });

@@ -1,6 +1,7 @@
 /**
  * `LockExceptionFilter`: lock failures thrown by services during a request (a busy `@Locked`
- * provider method, a `withLock`) answer like `@Locked` routes do, instead of Nest's 500.
+ * provider method, a `withLock`) answer like `@Locked` routes do, instead of Nest's 500 — on
+ * Express and on Fastify.
  */
 import { Controller, Injectable, Logger, Param, Post, type INestApplication } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
@@ -42,8 +43,11 @@ class OrdersController {
   }
 }
 
-describe('LockExceptionFilter (APP_FILTER)', () => {
-  const prefix = uniquePrefix('exception-filter');
+describe.each([
+  ['express', false],
+  ['fastify', true],
+] as const)('LockExceptionFilter (APP_FILTER) on %s', (platform, fastify) => {
+  const prefix = uniquePrefix(`exception-filter-${platform}`);
   let app: INestApplication;
   let redis: Redis;
 
@@ -53,6 +57,7 @@ describe('LockExceptionFilter (APP_FILTER)', () => {
       prefix,
       controllers: [OrdersController],
       providers: [OrderService, { provide: APP_FILTER, useClass: LockExceptionFilter }] as never,
+      fastify,
     });
   });
 

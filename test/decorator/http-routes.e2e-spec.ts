@@ -1,7 +1,9 @@
 /**
- * `@Locked` on controller handlers: keys from the handler's parameters or a named request source, 409 + Retry-After when busy, 400 for a
- * bad key (with nothing written to Redis), the handler's own errors untouched, `wait`, and the
- * module-level status / exception factory.
+ * `@Locked` on controller handlers, through real Express and Fastify servers (every test runs on
+ * both): keys from the handler's parameters or a named request source, 409 + Retry-After when
+ * busy, 400 for a bad key (with nothing written to Redis), the handler's own errors untouched,
+ * `wait`, an SSE stream's key released when its client leaves, the answer to a lock lost
+ * mid-request, and the module-level status / exception factory.
  */
 import {
   Body,
@@ -17,16 +19,28 @@ import {
   Param,
   Post,
   Query,
+  Sse,
   UseGuards,
   type INestApplication,
+  type MessageEvent,
 } from '@nestjs/common';
 import type Redis from 'ioredis';
+import type { AddressInfo } from 'node:net';
+import { interval, map, Subject, type Observable } from 'rxjs';
 import request from 'supertest';
-import { currentLock, LockNotAcquiredError, LockService, Locked } from 'nestjs-redis-lock';
-import { deleteKeys, redisClient } from '../support/shared-redis';
+import {
+  currentLock,
+  LockLostError,
+  LockNotAcquiredError,
+  LockService,
+  Locked,
+} from 'nestjs-redis-lock';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { Gate, sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { createDecoratorApp, keysUnder, leaseKey } from './decorator-app';
+import { openSse, sseEvents } from './fixtures/sse-events';
+import { httpAnswer } from './fixtures/transport-app';
 
 /** What a busy route answers by default: Nest's shape, no key, no advice. */
 const BUSY_BODY = {
@@ -41,6 +55,35 @@ const BAD_REQUEST_BODY = {
   error: 'Bad Request',
   message: 'The request is missing a value this operation needs, or a value is invalid.',
 };
+
+/** Every test below runs once per HTTP platform Nest ships an adapter for. */
+const PLATFORMS = [
+  ['express', { fastify: false, getBody: { status: 200, text: 'gb:B' } }],
+  // Fastify never parses the body of a GET (or HEAD) request: `<body.x>` has no value there.
+  ['fastify', { fastify: true, getBody: { status: 400, text: JSON.stringify(BAD_REQUEST_BODY) } }],
+] as const;
+
+/** What a route answers when its lock was lost while it ran (`onLost: 'throw'`, the default). */
+const LOST_BODY = {
+  statusCode: 500,
+  error: 'Internal Server Error',
+  message:
+    'The request was processed, but its outcome could not be confirmed. Check the result before ' +
+    'repeating it.',
+};
+
+/** Resolves once `signal` aborts, or after `max` ms (the test then fails on what it saw). */
+function aborted(signal: AbortSignal, max = 3_000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, max);
+    const done = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    if (signal.aborted) done();
+    else signal.addEventListener('abort', done, { once: true });
+  });
+}
 
 /** Sets `request.user` as an auth guard would (guards run before interceptors). */
 @Injectable()
@@ -74,6 +117,10 @@ async function allArrived(max = 5_000): Promise<void> {
 @Controller('orders')
 class OrdersController {
   runs = 0;
+  /** Takes the running handler's lock away, as an operator's `forceRelease` elsewhere would. */
+  loseLock: (key: string) => Promise<unknown> = async () => undefined;
+  /** Why the lock of `losesItsLock` ended, as its signal told the handler. */
+  lostReason: unknown;
   /** [start, end] of each run of `waitsForTheLock`, on the monotonic clock. */
   readonly waitedRuns: [number, number][] = [];
 
@@ -109,7 +156,7 @@ class OrdersController {
     throw new Error('handler bug');
   }
 
-  @Get('sources/:a')
+  @Post('sources/:a')
   @UseGuards(FakeAuthGuard)
   @Locked('src:<a>:<b>:<c>:<user.d.id>')
   async fromParameters(
@@ -126,6 +173,12 @@ class OrdersController {
   @Locked('x:<params.x>:<query.x>:<body.x>:<headers.X-Tenant>:<user.org.id>')
   async explicit(@Headers('x-tenant') tenant: string): Promise<string> {
     void tenant;
+    return currentLock()!.key;
+  }
+
+  @Get('get-body')
+  @Locked('gb:<body.x>')
+  async fromGetBody(): Promise<string> {
     return currentLock()!.key;
   }
 
@@ -151,6 +204,20 @@ class OrdersController {
     return 'never';
   }
 
+  @Get('no-key-function')
+  @Locked(() => undefined as unknown as string)
+  async noKeyFunction(): Promise<string> {
+    this.runs++;
+    return 'never';
+  }
+
+  @Get('long-function')
+  @Locked(() => 'k'.repeat(600))
+  async longFunction(): Promise<string> {
+    this.runs++;
+    return 'never';
+  }
+
   @Get('skip/:id')
   @Locked('skip:<id>', { onBusy: 'skip' })
   async skipWhenBusy(@Param('id') id: string): Promise<{ ran: string }> {
@@ -167,23 +234,61 @@ class OrdersController {
     this.waitedRuns.push([start, performance.now()]);
     return 'done';
   }
+
+  /** Endless: only the client leaving ends it. */
+  @Sse('events/:id')
+  @Locked('sse:<id>')
+  events(@Param('id') id: string): Observable<MessageEvent> {
+    return interval(50).pipe(map((n) => ({ data: { id, n } })));
+  }
+
+  /** The open `lost-events` streams and their locks' signals, by id: the test drives them. */
+  readonly lostStreams = new Map<string, { events: Subject<MessageEvent>; signal: AbortSignal }>();
+
+  @Sse('lost-events/:id')
+  @Locked('sse-lost:<id>', { ttl: 600 })
+  lostEvents(@Param('id') id: string): Observable<MessageEvent> {
+    const events = new Subject<MessageEvent>();
+    this.lostStreams.set(id, { events, signal: currentLock()!.signal });
+    return events;
+  }
+
+  /** Loses its lock, and finishes once its signal told it so. */
+  @Post('lost/:id')
+  @Locked('lost:<id>', { ttl: 600 })
+  async losesItsLock(@Param('id') id: string): Promise<string> {
+    const { signal } = currentLock()!;
+    await this.loseLock(`lost:${id}`);
+    await aborted(signal);
+    this.lostReason = signal.reason;
+    return 'finished';
+  }
 }
 
-describe('@Locked on controller routes', () => {
-  const prefix = uniquePrefix('decorator-http');
+describe.each(PLATFORMS)('@Locked on controller routes (%s)', (platform, { fastify, getBody }) => {
+  const prefix = uniquePrefix(`decorator-http-${platform}`);
   let app: INestApplication;
   let controller: OrdersController;
   let locks: LockService;
+  /** An operator's LockService on the same Redis and prefix, in "another process". */
+  let operator: LockService;
   let redis: Redis;
 
   beforeAll(async () => {
     redis = redisClient();
-    app = await createDecoratorApp({ prefix, controllers: [OrdersController], listen: true });
+    app = await createDecoratorApp({
+      prefix,
+      controllers: [OrdersController],
+      listen: true,
+      fastify,
+    });
     controller = app.get(OrdersController);
     locks = app.get(LockService);
+    operator = new LockService({ redis: SHARED_REDIS_URL, prefix });
   });
 
   afterAll(async () => {
+    await operator?.close();
     await app?.close();
     await deleteKeys(redis, prefix);
     await redis.quit();
@@ -261,6 +366,23 @@ describe('@Locked on controller routes', () => {
       expect(warning()).toMatch(/key function .* returned an empty string/);
     });
 
+    it('a key function that returns no string', async () => {
+      const response = await request(app.getHttpServer()).get('/orders/no-key-function');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual(BAD_REQUEST_BODY);
+      expect(warning()).toMatch(/key function .* returned undefined/);
+      expect(controller.runs).toBe(0);
+    });
+
+    it('a key function that returns a key over maxKeyLength', async () => {
+      const response = await request(app.getHttpServer()).get('/orders/long-function');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual(BAD_REQUEST_BODY);
+      expect(warning()).toMatch(/over the limit of 512/);
+      expect(controller.runs).toBe(0);
+      expect(await keysUnder(redis, `${prefix}{kkk`)).toEqual([]);
+    });
+
     it('a key over maxKeyLength', async () => {
       const response = await request(app.getHttpServer())
         .post('/orders/by-body/check')
@@ -319,10 +441,15 @@ describe('@Locked on controller routes', () => {
 
   it('reads each bare name from the parameter that declares it: same-named fields elsewhere change nothing', async () => {
     const response = await request(app.getHttpServer())
-      .get('/orders/sources/A?b=B&a=not-this-one&c=no')
+      .post('/orders/sources/A?b=B&a=not-this-one&c=no')
       .send({ c: 'C', a: 'no', b: 'no', d: { id: 'D-from-body' } });
-    expect(response.status).toBe(200);
+    expect(response.status).toBe(201);
     expect(response.text).toBe('src:A:B:C:D-from-user');
+  });
+
+  it('reads <body.x> of a GET where the platform parses it', async () => {
+    const response = await request(app.getHttpServer()).get('/orders/get-body').send({ x: 'B' });
+    expect({ status: response.status, text: response.text }).toEqual(getBody);
   });
 
   it("takes a bare name's source from its parameter's binding: @Query('id') reads the query, not the route", async () => {
@@ -373,6 +500,64 @@ describe('@Locked on controller routes', () => {
     // Woken by the release notification, not by polling the 30 s lease.
     expect(second![0] - first![1]).toBeLessThan(500);
   });
+
+  it("holds an SSE stream's key while the client listens, and releases it when it leaves", async () => {
+    const { port } = app.getHttpServer().address() as AddressInfo;
+    const stream = await openSse(port, '/orders/events/7');
+    expect(stream.firstEvent).toContain('data: {"id":"7","n":0}');
+    expect(await locks.isLocked('sse:7')).toBe(true);
+    await sleep(200);
+    expect(await locks.isLocked('sse:7')).toBe(true);
+
+    stream.abort();
+    await waitFor(async () => !(await locks.isLocked('sse:7')), 2_000, 10);
+  });
+
+  it('ends an SSE stream whose lock was lost with an error event carrying the lost-lock message', async () => {
+    const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const { port } = app.getHttpServer().address() as AddressInfo;
+      const answer = httpAnswer(port, 'GET', '/orders/lost-events/s');
+      await waitFor(() => controller.lostStreams.has('s'), 3_000, 5);
+      const stream = controller.lostStreams.get('s')!;
+      stream.events.next({ data: 'before' });
+      await operator.forceRelease('sse-lost:s');
+      await aborted(stream.signal); // the next renewal found the key gone
+      expect(stream.signal.aborted).toBe(true);
+      stream.events.next({ data: 'after' });
+      stream.events.complete();
+
+      const { status, body } = await answer;
+      // The headers went out with the first event: the loss can only be told in the stream.
+      expect(status).toBe(200);
+      expect(sseEvents(body)).toEqual([
+        { data: 'before' },
+        { data: 'after' },
+        { event: 'error', data: LOST_BODY.message },
+      ]);
+      expect(await locks.isLocked('sse-lost:s')).toBe(false);
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
+  it('answers a lock lost mid-request with 500 instead of a success (the work may have committed)', async () => {
+    controller.loseLock = (key) => operator.forceRelease(key);
+    const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const lost: LockLostError[] = [];
+      locks.on('lost', (error) => lost.push(error));
+      const response = await request(app.getHttpServer()).post('/orders/lost/e');
+      expect(response.status).toBe(500);
+      expect(response.body).toEqual(LOST_BODY);
+      expect(lost.map((error) => error.key)).toEqual(['lost:e']);
+      expect(String(logged.mock.calls[0]?.[0])).toContain('Lock "lost:e" was lost');
+      expect(controller.lostReason).toBeInstanceOf(LockLostError);
+    } finally {
+      logged.mockRestore();
+      controller.loseLock = async () => undefined;
+    }
+  });
 });
 
 /** The first request holds its lock until the test has its second answer. */
@@ -389,60 +574,65 @@ class BusyController {
   }
 }
 
-describe('@Locked routes with module-level busy mapping', () => {
-  const prefix = uniquePrefix('decorator-http-busy');
-  let redis: Redis;
-  const apps: INestApplication[] = [];
+describe.each(PLATFORMS)(
+  '@Locked routes with module-level busy mapping (%s)',
+  (platform, { fastify }) => {
+    const prefix = uniquePrefix(`decorator-http-busy-${platform}`);
+    let redis: Redis;
+    const apps: INestApplication[] = [];
 
-  beforeAll(() => {
-    redis = redisClient();
-  });
-
-  afterAll(async () => {
-    await Promise.all(apps.map((app) => app.close()));
-    await deleteKeys(redis, prefix);
-    await redis.quit();
-  });
-
-  async function twoAtOnce(app: INestApplication, id: string): Promise<request.Response> {
-    const server = app.getHttpServer();
-    const first = request(server).post(`/busy/${id}`).then();
-    await waitFor(async () => (await redis.exists(leaseKey(prefix, `busy:${id}`))) === 1);
-    const second = await request(server).post(`/busy/${id}`);
-    busyGate.release();
-    expect((await first).status).toBe(201);
-    return second;
-  }
-
-  it('sends the configured busyStatus', async () => {
-    const app = await createDecoratorApp({
-      prefix,
-      controllers: [BusyController],
-      lock: { busyStatus: 423 },
-      listen: true,
+    beforeAll(() => {
+      redis = redisClient();
     });
-    apps.push(app);
-    const response = await twoAtOnce(app, 'status');
-    expect(response.status).toBe(423);
-    expect(response.headers['retry-after']).toBeDefined();
-    expect(response.body).toEqual({ ...BUSY_BODY, statusCode: 423, error: 'Locked' });
-  });
 
-  it('sends what the configured exceptionFactory builds', async () => {
-    const app = await createDecoratorApp({
-      prefix,
-      controllers: [BusyController],
-      lock: {
-        exceptionFactory: (error) =>
-          error instanceof LockNotAcquiredError
-            ? new ConflictException({ code: 'ORDER_IN_PROGRESS', key: error.key })
-            : error,
-      },
-      listen: true,
+    afterAll(async () => {
+      await Promise.all(apps.map((app) => app.close()));
+      await deleteKeys(redis, prefix);
+      await redis.quit();
     });
-    apps.push(app);
-    const response = await twoAtOnce(app, 'factory');
-    expect(response.status).toBe(409);
-    expect(response.body).toEqual({ code: 'ORDER_IN_PROGRESS', key: 'busy:factory' });
-  });
-});
+
+    async function twoAtOnce(app: INestApplication, id: string): Promise<request.Response> {
+      const server = app.getHttpServer();
+      const first = request(server).post(`/busy/${id}`).then();
+      await waitFor(async () => (await redis.exists(leaseKey(prefix, `busy:${id}`))) === 1);
+      const second = await request(server).post(`/busy/${id}`);
+      busyGate.release();
+      expect((await first).status).toBe(201);
+      return second;
+    }
+
+    it('sends the configured busyStatus', async () => {
+      const app = await createDecoratorApp({
+        prefix,
+        controllers: [BusyController],
+        lock: { busyStatus: 423 },
+        listen: true,
+        fastify,
+      });
+      apps.push(app);
+      const response = await twoAtOnce(app, 'status');
+      expect(response.status).toBe(423);
+      expect(response.headers['retry-after']).toBeDefined();
+      expect(response.body).toEqual({ ...BUSY_BODY, statusCode: 423, error: 'Locked' });
+    });
+
+    it('sends what the configured exceptionFactory builds', async () => {
+      const app = await createDecoratorApp({
+        prefix,
+        controllers: [BusyController],
+        lock: {
+          exceptionFactory: (error) =>
+            error instanceof LockNotAcquiredError
+              ? new ConflictException({ code: 'ORDER_IN_PROGRESS', key: error.key })
+              : error,
+        },
+        listen: true,
+        fastify,
+      });
+      apps.push(app);
+      const response = await twoAtOnce(app, 'factory');
+      expect(response.status).toBe(409);
+      expect(response.body).toEqual({ code: 'ORDER_IN_PROGRESS', key: 'busy:factory' });
+    });
+  },
+);

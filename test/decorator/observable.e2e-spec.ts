@@ -1,20 +1,11 @@
 /**
- * Observable-returning `@Locked` methods (routes, SSE, providers): the lock is held from subscribe
- * until complete, error or unsubscribe, and a lock granted after the subscriber left is released.
+ * Observable-returning `@Locked` methods (routes on Express and Fastify, providers): the lock is
+ * held from subscribe until complete, error or unsubscribe, and a lock granted after the
+ * subscriber left is released. SSE routes are in `http-routes.e2e-spec.ts`.
  */
-import {
-  Controller,
-  Get,
-  Injectable,
-  Param,
-  Sse,
-  type INestApplication,
-  type MessageEvent,
-} from '@nestjs/common';
+import { Controller, Get, Injectable, Param, type INestApplication } from '@nestjs/common';
 import type Redis from 'ioredis';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { defer, interval, map, Observable, Subject, throwError, timer } from 'rxjs';
+import { defer, map, Observable, Subject, throwError, timer } from 'rxjs';
 import request from 'supertest';
 import { LockService, Locked } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient } from '../support/shared-redis';
@@ -48,13 +39,6 @@ class StreamsController {
       }),
     );
   }
-
-  @Sse('events/:id')
-  @Locked('sse:<id>')
-  events(@Param('id') id: string): Observable<MessageEvent> {
-    // Endless: only the client leaving ends it.
-    return interval(50).pipe(map((n) => ({ data: { id, n } })));
-  }
 }
 
 @Injectable()
@@ -79,49 +63,75 @@ class FeedService {
   }
 }
 
-/** Opens an SSE stream; resolves once the first event arrived, with a function to abort it. */
-function openSse(port: number, path: string): Promise<{ firstEvent: string; abort: () => void }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({
-      host: '127.0.0.1',
-      port,
-      path,
-      headers: { accept: 'text/event-stream' },
-    });
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`SSE answered ${res.statusCode}`));
-      let text = '';
-      res.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        if (text.includes('\n\n')) {
-          res.removeAllListeners('data');
-          resolve({ firstEvent: text, abort: () => req.destroy() });
-        }
-      });
-      res.on('error', () => undefined);
-    });
-    req.on('error', () => undefined);
-  });
-}
-
-describe('@Locked on Observable-returning methods', () => {
+describe.each([
+  ['express', false],
+  ['fastify', true],
+] as const)('@Locked on Observable-returning routes (%s)', (platform, fastify) => {
+  const routePrefix = `${prefix}${platform}:`;
   let app: INestApplication;
   let locks: LockService;
-  let feeds: FeedService;
   let streams: StreamsController;
   let redis: Redis;
 
   beforeAll(async () => {
     redis = redisClient();
     app = await createDecoratorApp({
-      prefix,
+      prefix: routePrefix,
       controllers: [StreamsController],
-      providers: [FeedService],
       listen: true,
+      fastify,
     });
     locks = app.get(LockService);
-    feeds = app.get(FeedService);
     streams = app.get(StreamsController);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await deleteKeys(redis, routePrefix);
+    await redis.quit();
+  });
+
+  it('holds the key until the Observable completes', async () => {
+    const response = request(app.getHttpServer()).get('/streams/finite/1').then();
+    // The handler builds its stream right after the lock is granted: wait for both.
+    await waitFor(
+      async () => streams.finiteStreams.has('1') && (await locks.isLocked('finite:1')),
+      2_000,
+      5,
+    );
+    const stream = streams.finiteStreams.get('1')!;
+    // A second request meanwhile is busy, and values alone do not end the hold.
+    const busy = await request(app.getHttpServer()).get('/streams/finite/1');
+    expect(busy.status).toBe(409);
+    for (const n of [0, 1, 2]) stream.next(`1-${n}`);
+    await sleep(50);
+    expect(await locks.isLocked('finite:1')).toBe(true);
+
+    stream.complete();
+    const done = await response;
+    expect(done.status).toBe(200);
+    expect(done.text).toBe('1-2');
+    expect(await locks.isLocked('finite:1')).toBe(false);
+  });
+
+  it('releases the key when the Observable errors, and the error passes through', async () => {
+    const response = await request(app.getHttpServer()).get('/streams/failing/1');
+    expect(response.status).toBe(500);
+    expect(await locks.isLocked('failing:1')).toBe(false);
+  });
+});
+
+describe('@Locked on Observable-returning provider methods', () => {
+  let app: INestApplication;
+  let locks: LockService;
+  let feeds: FeedService;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = redisClient();
+    app = await createDecoratorApp({ prefix, providers: [FeedService] });
+    locks = app.get(LockService);
+    feeds = app.get(FeedService);
   });
 
   afterAll(async () => {
@@ -130,106 +140,61 @@ describe('@Locked on Observable-returning methods', () => {
     await redis.quit();
   });
 
-  describe('routes', () => {
-    it('holds the key until the Observable completes', async () => {
-      const response = request(app.getHttpServer()).get('/streams/finite/1').then();
-      // The handler builds its stream right after the lock is granted: wait for both.
-      await waitFor(
-        async () => streams.finiteStreams.has('1') && (await locks.isLocked('finite:1')),
-        2_000,
-        5,
-      );
-      const stream = streams.finiteStreams.get('1')!;
-      // A second request meanwhile is busy, and values alone do not end the hold.
-      const busy = await request(app.getHttpServer()).get('/streams/finite/1');
-      expect(busy.status).toBe(409);
-      for (const n of [0, 1, 2]) stream.next(`1-${n}`);
-      await sleep(50);
-      expect(await locks.isLocked('finite:1')).toBe(true);
+  it('acquires on subscribe, not on call, and holds until complete', async () => {
+    const feed = feeds.feed('abc');
+    await sleep(30);
+    expect(await locks.isLocked('feed:abc')).toBe(false);
 
-      stream.complete();
-      const done = await response;
-      expect(done.status).toBe(200);
-      expect(done.text).toBe('1-2');
-      expect(await locks.isLocked('finite:1')).toBe(false);
-    });
-
-    it('releases the key when the Observable errors, and the error passes through', async () => {
-      const response = await request(app.getHttpServer()).get('/streams/failing/1');
-      expect(response.status).toBe(500);
-      expect(await locks.isLocked('failing:1')).toBe(false);
-    });
-
-    it("holds an SSE stream's key while the client listens, and releases it when it leaves", async () => {
-      const { port } = app.getHttpServer().address() as AddressInfo;
-      const stream = await openSse(port, '/streams/events/7');
-      expect(stream.firstEvent).toContain('data: {"id":"7","n":0}');
-      expect(await locks.isLocked('sse:7')).toBe(true);
-      await sleep(200);
-      expect(await locks.isLocked('sse:7')).toBe(true);
-
-      stream.abort();
-      await waitFor(async () => !(await locks.isLocked('sse:7')), 2_000, 10);
-    });
+    const values: number[] = [];
+    const completed = new Promise<void>((resolve, reject) =>
+      feed.subscribe({ next: (n) => values.push(n), complete: resolve, error: reject }),
+    );
+    await waitFor(() => feeds.sources.has('abc'), 2_000, 5);
+    expect(await locks.isLocked('feed:abc')).toBe(true);
+    const source = feeds.sources.get('abc')!;
+    for (const n of [3, 4, 5, 6]) source.next(n);
+    expect(await locks.isLocked('feed:abc')).toBe(true);
+    source.complete();
+    await completed;
+    expect(values).toEqual([3, 4, 5, 6]);
+    expect(await locks.isLocked('feed:abc')).toBe(false);
   });
 
-  describe('providers', () => {
-    it('acquires on subscribe, not on call, and holds until complete', async () => {
-      const feed = feeds.feed('abc');
-      await sleep(30);
-      expect(await locks.isLocked('feed:abc')).toBe(false);
+  it('releases when the subscriber unsubscribes', async () => {
+    const subscription = feeds.feed('u').subscribe();
+    await waitFor(() => locks.isLocked('feed:u'), 2_000, 5);
+    subscription.unsubscribe();
+    await waitFor(async () => !(await locks.isLocked('feed:u')), 2_000, 5);
+  });
 
-      const values: number[] = [];
-      const completed = new Promise<void>((resolve, reject) =>
-        feed.subscribe({ next: (n) => values.push(n), complete: resolve, error: reject }),
-      );
-      await waitFor(() => feeds.sources.has('abc'), 2_000, 5);
-      expect(await locks.isLocked('feed:abc')).toBe(true);
-      const source = feeds.sources.get('abc')!;
-      for (const n of [3, 4, 5, 6]) source.next(n);
-      expect(await locks.isLocked('feed:abc')).toBe(true);
-      source.complete();
-      await completed;
-      expect(values).toEqual([3, 4, 5, 6]);
-      expect(await locks.isLocked('feed:abc')).toBe(false);
-    });
+  it('releases at once a lock granted after the subscriber left', async () => {
+    for (let i = 0; i < 5; i++) {
+      // Unsubscribe while the acquire is still on its way to Redis.
+      feeds.feed(`late-${i}`).subscribe().unsubscribe();
+    }
+    await sleep(100);
+    for (let i = 0; i < 5; i++) {
+      // Redis did grant it (the fence counter moved), and the grant was released.
+      expect(await redis.exists(`${prefix}{feed:late-${i}}:fence`)).toBe(1);
+      expect(await locks.isLocked(`feed:late-${i}`)).toBe(false);
+    }
+  });
 
-    it('releases when the subscriber unsubscribes', async () => {
-      const subscription = feeds.feed('u').subscribe();
-      await waitFor(() => locks.isLocked('feed:u'), 2_000, 5);
-      subscription.unsubscribe();
-      await waitFor(async () => !(await locks.isLocked('feed:u')), 2_000, 5);
-    });
+  it('releases when the source errors, and the error reaches the subscriber', async () => {
+    const failed = new Promise<unknown>((resolve) =>
+      feeds.broken('x').subscribe({ error: resolve }),
+    );
+    await expect(failed).resolves.toThrow('feed broke');
+    expect(await locks.isLocked('feed-error:x')).toBe(false);
+  });
 
-    it('releases at once a lock granted after the subscriber left', async () => {
-      for (let i = 0; i < 5; i++) {
-        // Unsubscribe while the acquire is still on its way to Redis.
-        feeds.feed(`late-${i}`).subscribe().unsubscribe();
-      }
-      await sleep(100);
-      for (let i = 0; i < 5; i++) {
-        // Redis did grant it (the fence counter moved), and the grant was released.
-        expect(await redis.exists(`${prefix}{feed:late-${i}}:fence`)).toBe(1);
-        expect(await locks.isLocked(`feed:late-${i}`)).toBe(false);
-      }
-    });
-
-    it('releases when the source errors, and the error reaches the subscriber', async () => {
-      const failed = new Promise<unknown>((resolve) =>
-        feeds.broken('x').subscribe({ error: resolve }),
-      );
-      await expect(failed).resolves.toThrow('feed broke');
-      expect(await locks.isLocked('feed-error:x')).toBe(false);
-    });
-
-    it('a second subscriber meanwhile is busy', async () => {
-      const first = feeds.feed('busy').subscribe(); // held until unsubscribed
-      await waitFor(() => locks.isLocked('feed:busy'), 2_000, 5);
-      const second = new Promise<unknown>((resolve) =>
-        feeds.feed('busy').subscribe({ error: resolve }),
-      );
-      await expect(second).resolves.toMatchObject({ name: 'LockNotAcquiredError' });
-      first.unsubscribe();
-    });
+  it('a second subscriber meanwhile is busy', async () => {
+    const first = feeds.feed('busy').subscribe(); // held until unsubscribed
+    await waitFor(() => locks.isLocked('feed:busy'), 2_000, 5);
+    const second = new Promise<unknown>((resolve) =>
+      feeds.feed('busy').subscribe({ error: resolve }),
+    );
+    await expect(second).resolves.toMatchObject({ name: 'LockNotAcquiredError' });
+    first.unsubscribe();
   });
 });

@@ -2,7 +2,7 @@
  * A `@Locked` route and the `@Locked` job it starts hold one key with two counted holds, each
  * with its own handle: the route's `release()` (or its end) ends only the route's hold, the job's
  * signal stays live until the key is really released or lost, and a lock released on purpose is
- * not reported as lost.
+ * not reported as lost. On Express and on Fastify.
  */
 import { Controller, Injectable, Param, Post, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
@@ -67,49 +67,59 @@ class JobsController {
   }
 }
 
-const { prefix, services, redis, keyOf } = onSharedRedis('route-release');
-let app: INestApplication;
-let jobs: Jobs;
-let other: LockService;
+describe.each([
+  ['express', false],
+  ['fastify', true],
+] as const)('on %s', (platform, fastify) => {
+  const { prefix, services, redis, keyOf } = onSharedRedis(`route-release-${platform}`);
+  let app: INestApplication;
+  let jobs: Jobs;
+  let other: LockService;
 
-beforeAll(async () => {
-  app = await createDecoratorApp({ prefix, controllers: [JobsController], providers: [Jobs] });
-  jobs = app.get(Jobs);
-  other = services.create();
-  jobs.other = other;
-});
-afterAll(() => app?.close());
+  beforeAll(async () => {
+    app = await createDecoratorApp({
+      prefix,
+      controllers: [JobsController],
+      providers: [Jobs],
+      fastify,
+    });
+    jobs = app.get(Jobs);
+    other = services.create();
+    jobs.other = other;
+  });
+  afterAll(() => app?.close());
 
-describe('a @Locked route and the @Locked job it started', () => {
-  it("the job keeps a live handle of its own after the route's hold ended", async () => {
-    const response = await request(app.getHttpServer()).post('/jobs/launch/a');
+  describe('a @Locked route and the @Locked job it started', () => {
+    it("the job keeps a live handle of its own after the route's hold ended", async () => {
+      const response = await request(app.getHttpServer()).post('/jobs/launch/a');
+      expect(response.status).toBe(201);
+      // The route answered and its hold ended; the job's hold keeps the key.
+      expect(await redis.exists(keyOf('job:a'))).toBe(1);
+      jobGate.release();
+      expect(await jobs.running).toEqual({ aborted: false, isHeld: true, otherGotKey: false });
+      await waitFor(async () => (await redis.exists(keyOf('job:a'))) === 0, 2_000);
+    });
+
+    it("the route's release() ends only the route's hold: the job keeps the key and a live signal", async () => {
+      jobs.running = undefined;
+      const answer = request(app.getHttpServer()).post('/jobs/release/b');
+      const status = answer.then((r) => r.status);
+      await waitFor(() => jobs.running !== undefined, 2_000);
+      const seen = await jobs.running!;
+      routeGate.release();
+      expect(await status).toBe(201);
+      expect(seen).toEqual({ aborted: false, isHeld: true, otherGotKey: false });
+      await waitFor(async () => (await redis.exists(keyOf('job:b'))) === 0, 2_000);
+    });
+  });
+
+  it('a route that released its lock early answers with its result, not a lock loss', async () => {
+    const lost: string[] = [];
+    app.get(LockService).on('lost', (error) => lost.push(error.reason));
+    const response = await request(app.getHttpServer()).post('/jobs/alone/c');
     expect(response.status).toBe(201);
-    // The route answered and its hold ended; the job's hold keeps the key.
-    expect(await redis.exists(keyOf('job:a'))).toBe(1);
-    jobGate.release();
-    expect(await jobs.running).toEqual({ aborted: false, isHeld: true, otherGotKey: false });
-    await waitFor(async () => (await redis.exists(keyOf('job:a'))) === 0, 2_000);
+    expect(response.body).toEqual({ id: 'c', released: true });
+    expect(lost).toEqual([]);
+    expect(await redis.exists(keyOf('job:c'))).toBe(0);
   });
-
-  it("the route's release() ends only the route's hold: the job keeps the key and a live signal", async () => {
-    jobs.running = undefined;
-    const answer = request(app.getHttpServer()).post('/jobs/release/b');
-    const status = answer.then((r) => r.status);
-    await waitFor(() => jobs.running !== undefined, 2_000);
-    const seen = await jobs.running!;
-    routeGate.release();
-    expect(await status).toBe(201);
-    expect(seen).toEqual({ aborted: false, isHeld: true, otherGotKey: false });
-    await waitFor(async () => (await redis.exists(keyOf('job:b'))) === 0, 2_000);
-  });
-});
-
-it('a route that released its lock early answers with its result, not a lock loss', async () => {
-  const lost: string[] = [];
-  app.get(LockService).on('lost', (error) => lost.push(error.reason));
-  const response = await request(app.getHttpServer()).post('/jobs/alone/c');
-  expect(response.status).toBe(201);
-  expect(response.body).toEqual({ id: 'c', released: true });
-  expect(lost).toEqual([]);
-  expect(await redis.exists(keyOf('job:c'))).toBe(0);
 });

@@ -1,11 +1,11 @@
 /**
  * Every transport `@Locked` serves (Express HTTP, SSE, TCP microservice message and event,
  * socket.io gateway) through every way taking the lock can fail — busy, bad key, Redis out of
- * reach: each caller gets an answer it can act on, the handler does not run, and no failure
+ * reach; the busy and skipped SSE and route answers on Express and Fastify: each caller gets an answer it can act on, the handler does not run, and no failure
  * becomes an unhandled rejection (`test/support/fail-on-unhandled.ts` fails the test that saw one;
  * outside jest, one would exit the process).
  */
-import { Logger } from '@nestjs/common';
+import { Logger, type INestApplication } from '@nestjs/common';
 import type Redis from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import { LockService, type LockHandle } from 'nestjs-redis-lock';
@@ -13,31 +13,43 @@ import { freePort } from '../support/free-port';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
+import { createDecoratorApp } from './decorator-app';
 import { sseEvents } from './fixtures/sse-events';
-import { httpAnswer, runs, startTransportApp, type TransportApp } from './fixtures/transport-app';
+import {
+  httpAnswer,
+  HttpRoutes,
+  runs,
+  startTransportApp,
+  type TransportApp,
+} from './fixtures/transport-app';
 
 /** What callers are told of a busy lock by default: no key, no advice. */
 const BUSY = 'Another request is working on the same resource. Try again shortly.';
 
-describe('a busy @Sse() route (Express)', () => {
-  const prefix = uniquePrefix('transport-sse-busy');
-  let subject: TransportApp;
-  let locks: LockService;
+/** The SSE and route answers below run once per HTTP platform Nest ships an adapter for. */
+const PLATFORMS = [
+  ['express', false],
+  ['fastify', true],
+] as const;
+
+describe.each(PLATFORMS)('a busy @Sse() route (%s)', (platform, fastify) => {
+  const prefix = uniquePrefix(`transport-sse-busy-${platform}`);
+  let app: INestApplication;
   let port: number;
   let redis: Redis;
-  let held: LockHandle;
+  let held: LockHandle[] = [];
 
   beforeAll(async () => {
     redis = redisClient();
-    subject = await startTransportApp({ redis: SHARED_REDIS_URL, prefix });
-    locks = subject.app.get(LockService);
-    port = (subject.app.getHttpServer().address() as AddressInfo).port;
-    held = await locks.acquire('sse:busy');
+    app = await createDecoratorApp({ prefix, controllers: [HttpRoutes], listen: true, fastify });
+    port = (app.getHttpServer().address() as AddressInfo).port;
+    const locks = app.get(LockService);
+    held = [await locks.acquire('sse:busy'), await locks.acquire('order:busy')];
   });
 
   afterAll(async () => {
-    await held?.release();
-    await subject?.close();
+    await Promise.all(held.map((lock) => lock.release()));
+    await app?.close();
     await deleteKeys(redis, prefix);
     await redis.quit();
   });
@@ -73,22 +85,30 @@ describe('a busy @Sse() route (Express)', () => {
       }
     }
   });
+
+  it('answers a busy route with 409 and Retry-After', async () => {
+    const before = runs.get('http') ?? 0;
+    const answer = await httpAnswer(port, 'POST', '/t/orders/busy');
+    expect(answer.status).toBe(409);
+    expect(answer.headers['retry-after']).toBe('1');
+    expect(runs.get('http') ?? 0).toBe(before);
+  });
 });
 
-describe('a skipped @Sse() route (Express)', () => {
-  const prefix = uniquePrefix('transport-sse-skip');
-  let subject: TransportApp;
+describe.each(PLATFORMS)('a skipped @Sse() route (%s)', (platform, fastify) => {
+  const prefix = uniquePrefix(`transport-sse-skip-${platform}`);
+  let app: INestApplication;
   let port: number;
   let redis: Redis;
 
   beforeAll(async () => {
     redis = redisClient();
-    subject = await startTransportApp({ redis: SHARED_REDIS_URL, prefix });
-    port = (subject.app.getHttpServer().address() as AddressInfo).port;
+    app = await createDecoratorApp({ prefix, controllers: [HttpRoutes], listen: true, fastify });
+    port = (app.getHttpServer().address() as AddressInfo).port;
   });
 
   afterAll(async () => {
-    await subject?.close();
+    await app?.close();
     await deleteKeys(redis, prefix);
     await redis.quit();
   });
@@ -97,7 +117,7 @@ describe('a skipped @Sse() route (Express)', () => {
     const free = await httpAnswer(port, 'GET', '/t/events-skip?id=skip-free');
     expect(sseEvents(free.body).map((event) => event.data)).toEqual(['{"n":0}', '{"n":1}']);
 
-    const held = await subject.app.get(LockService).acquire('sse:skip-busy');
+    const held = await app.get(LockService).acquire('sse:skip-busy');
     try {
       const before = runs.get('sse') ?? 0;
       const skipped = await httpAnswer(port, 'GET', '/t/events-skip?id=skip-busy');
