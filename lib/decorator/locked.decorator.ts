@@ -13,6 +13,7 @@ import {
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
 import type { LockedOptions } from '../options/lock-call-options';
+import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
 import { boundLockService } from './locked-binding';
 import {
   createLockedSpec,
@@ -119,6 +120,14 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
       // wrapping decorator above this one (a tracing `@Span`) copies the spec onto the function
       // Nest calls, and then calls this wrapper with the same arguments.
       return route.run(args, (callArgs) => original.apply(this, callArgs));
+    }
+    // A GraphQL resolver no interceptor prepared (a field resolver): keyed as its handler kind.
+    const resolver = resolverMethod(this, spec, wrapper);
+    if (resolver) {
+      const locks = boundLockService(this);
+      return runResolverLocked(spec, this as object, resolver, locks, args, () =>
+        original.apply(this, args),
+      );
     }
     const locks = boundLockService(this);
     if (spec.returnsObservable) {

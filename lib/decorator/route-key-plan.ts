@@ -33,8 +33,11 @@ export interface RouteKeySpec {
   readonly method: string | symbol;
 }
 
-/** Reads one placeholder's value from the handler's (piped) arguments or, failing that, its call. */
-type KeyReader = (args: readonly unknown[], context: ExecutionContext) => unknown;
+/**
+ * Reads one placeholder's value from the handler's (piped) arguments or, failing that, its call.
+ * A resolver's readers read arguments only: a field resolver is called without a context.
+ */
+type KeyReader = (args: readonly unknown[], context?: ExecutionContext) => unknown;
 
 /** Where each placeholder of a route's template is read, decided once per handler kind. */
 type RoutePlan = ReadonlyMap<Placeholder, KeyReader>;
@@ -61,9 +64,24 @@ export function keyFromRouteArguments(
   args: readonly unknown[],
   context: ExecutionContext,
 ): string {
-  const kind: HandlerKind = context.getType() === 'http' ? 'http' : 'message';
+  const type = context.getType<string>();
+  const kind: HandlerKind = type === 'http' || type === 'graphql' ? type : 'message';
   const plan = planFor(spec, kind, context.getClass(), context.getHandler());
   return renderKeyTemplate(spec.template!, (placeholder) => plan.get(placeholder)!(args, context));
+}
+
+/**
+ * The key of a GraphQL resolver call that no interceptor prepared (a `@ResolveField` method), from
+ * the arguments Nest called it with — the same plan, checked at bootstrap, as when one did.
+ */
+export function keyFromResolverArguments(
+  spec: RouteKeySpec,
+  args: readonly unknown[],
+  resolver: object,
+  handler: object,
+): string {
+  const plan = planFor(spec, 'graphql', resolver, handler);
+  return renderKeyTemplate(spec.template!, (placeholder) => plan.get(placeholder)!(args));
 }
 
 function planFor(spec: RouteKeySpec, kind: HandlerKind, controller: object, handler: object) {
@@ -132,6 +150,18 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
   if (targets.length === 1) return argumentReader(targets[0], rest);
   if (plan.kind === 'message')
     return payloadReader(root === 'data' || root === 'payload' ? rest : placeholder.path, plan);
+  if (plan.kind === 'graphql') {
+    // No fallback to the operation's raw arguments: a key part is read from a bound parameter.
+    return fail(
+      messages.unknownResolverPlaceholder(
+        template,
+        placeholder.text,
+        plan.spec.where,
+        plan.parameters.map((parameter) => describe({ parameter, path: [] })),
+        namesHidden(plan),
+      ),
+    );
+  }
   return fail(
     messages.unknownRoutePlaceholder(
       template,
@@ -196,7 +226,7 @@ function sourceReader(
   const whole = bound.find((parameter) => parameter.field === undefined);
   if (whole) return (args) => readPath(args[whole.index], path);
   return (_args, context) =>
-    readPath(context.switchToHttp().getRequest<Record<string, unknown>>()[source], path);
+    readPath(context!.switchToHttp().getRequest<Record<string, unknown>>()[source], path);
 }
 
 /** A message's payload: the handler's whole-payload parameter (piped) if any, else the message. */
@@ -207,9 +237,9 @@ function payloadReader(path: readonly string[], plan: PlanContext): KeyReader {
   if (whole) return (args) => readPath(args[whole.index], path);
   return (_args, context) =>
     readPath(
-      context.getType() === 'rpc'
-        ? context.switchToRpc().getData()
-        : context.switchToWs().getData(),
+      context!.getType() === 'rpc'
+        ? context!.switchToRpc().getData()
+        : context!.switchToWs().getData(),
       path,
     );
 }

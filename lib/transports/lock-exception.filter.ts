@@ -20,6 +20,7 @@ import { LockService } from '../service/lock.service';
 import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { resolveOptions } from '../options/resolve-options';
 import { toLockTransportError } from './messages/lock-transport-error';
+import { toLockGraphQLError, type LockGraphQLError } from './graphql/lock-graphql-error';
 import { handlerName, httpAnswer, logLockFailure } from './shared/lock-failure-answer';
 import { headersSent, toLockHttpException } from './http/lock-http-exception';
 
@@ -52,9 +53,15 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
     @Optional() private readonly locks?: LockService,
   ) {}
 
-  catch(error: LockFailure, host: ArgumentsHost): Observable<never> | void {
-    const type = host.getType();
+  catch(error: LockFailure, host: ArgumentsHost): Observable<never> | LockGraphQLError | void {
+    const type = host.getType<string>();
     const options = this.locks?.options ?? resolveOptions();
+    if (type === 'graphql') {
+      // Nest answers a resolver with what its filter returns; GraphQL-js answers a returned error
+      // as if it had been thrown, as a GraphQL error with its extensions.
+      logLockFailure(error, handlerName(host), 'with a GraphQL error');
+      return toLockGraphQLError(error, options.errorDetails);
+    }
     // Microservices send a filter's Observable error to the caller; an Error object would not
     // survive serialization, so the failure goes as data.
     if (type === 'rpc') {
