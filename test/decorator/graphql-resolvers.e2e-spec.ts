@@ -5,10 +5,25 @@
  * work ran once; the lock covers a `@ResolveField` method's work too, where Nest runs no
  * interceptors.
  */
-import { Args, Field, ID, Mutation, ObjectType, Query, Resolver } from '@nestjs/graphql';
-import type { INestApplication } from '@nestjs/common';
+import type { INestApplication, Type } from '@nestjs/common';
+import {
+  Args,
+  ArgsType,
+  Field,
+  ID,
+  InputType,
+  Int,
+  Mutation,
+  ObjectType,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+  Subscription,
+} from '@nestjs/graphql';
+import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { Locked } from 'nestjs-redis-lock';
+import { Locked, RedisLockConfigError, RedisLockModule } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { Gate, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
@@ -24,6 +39,27 @@ class Order {
 
   @Field()
   lockedAs!: string;
+}
+
+@ObjectType()
+class Account {
+  @Field(() => ID)
+  id!: string;
+}
+
+@InputType()
+class OrderInput {
+  @Field()
+  userId!: string;
+
+  @Field()
+  item!: string;
+}
+
+@ArgsType()
+class CancelArgs {
+  @Field()
+  userId!: string;
 }
 
 /** How many times each resolver ran, and a gate the slow ones wait at. */
@@ -58,11 +94,52 @@ class OrderResolver {
     return { userId, lockedAs: lease === null ? 'not locked' : `order:${userId}` };
   }
 
-  @Query(() => String)
-  hello(): string {
-    return 'hello';
+  /** A dotted path into a named input object. */
+  @Mutation(() => Order)
+  @Locked('order:<input.userId>')
+  async placeOrderInput(@Args('input') input: OrderInput): Promise<Order> {
+    const lease = await heldLease(`order:${input.userId}`);
+    return {
+      userId: input.userId,
+      lockedAs: lease === null ? 'not locked' : `order:${input.userId}`,
+    };
+  }
+
+  /** A dotted path into `@Args()` without a name: an `@ArgsType` class, the operation's arguments. */
+  @Mutation(() => Order)
+  @Locked('order:<args.userId>')
+  async cancelOrder(@Args() args: CancelArgs): Promise<Order> {
+    const lease = await heldLease(`order:${args.userId}`);
+    return {
+      userId: args.userId,
+      lockedAs: lease === null ? 'not locked' : `order:${args.userId}`,
+    };
   }
 }
+
+@Resolver(() => Account)
+class AccountResolver {
+  @Query(() => Account)
+  @Locked('account:<id>')
+  async account(@Args('id', { type: () => ID }) id: string): Promise<Account> {
+    ran('account');
+    await gate.opened;
+    return { id };
+  }
+
+  /** Nest runs no interceptors for field resolvers here: `@Locked` locks it by itself. */
+  @ResolveField(() => Int, { nullable: true })
+  @Locked('balance:<account.id>')
+  async balance(@Parent() account: Account): Promise<number> {
+    ran('balance');
+    const lease = await heldLease(`balance:${account.id}`);
+    await fieldGate.opened;
+    return lease === null ? -1 : 100;
+  }
+}
+
+/** Field resolvers wait here (not at `gate`, which the account query uses). */
+let fieldGate = new Gate();
 
 let app: INestApplication;
 
@@ -70,12 +147,13 @@ beforeAll(async () => {
   redis = redisClient();
   app = await createGraphQLApp({
     lock: { redis: SHARED_REDIS_URL, prefix },
-    resolvers: [OrderResolver],
+    resolvers: [OrderResolver, AccountResolver],
   });
 });
 
 afterAll(async () => {
   gate.release();
+  fieldGate.release();
   await app?.close();
   await deleteKeys(redis, prefix);
   await redis.quit();
@@ -84,6 +162,7 @@ afterAll(async () => {
 beforeEach(() => {
   runs.clear();
   gate = new Gate();
+  fieldGate = new Gate();
 });
 
 describe('keys from @Args', () => {
@@ -100,6 +179,23 @@ describe('keys from @Args', () => {
     const answer = await gql(app, 'mutation { placeOrderByName(uid: "u2") { userId lockedAs } }');
     expect(answer.errors).toBeUndefined();
     expect(answer.data).toEqual({ placeOrderByName: { userId: 'u2', lockedAs: 'order:u2' } });
+  });
+});
+
+describe('dotted paths into @Args objects', () => {
+  it("<input.userId> reads a field of @Args('input')", async () => {
+    const answer = await gql(
+      app,
+      'mutation { placeOrderInput(input: { userId: "u3", item: "tea" }) { userId lockedAs } }',
+    );
+    expect(answer.errors).toBeUndefined();
+    expect(answer.data).toEqual({ placeOrderInput: { userId: 'u3', lockedAs: 'order:u3' } });
+  });
+
+  it('<args.userId> reads a field of @Args() (an @ArgsType class)', async () => {
+    const answer = await gql(app, 'mutation { cancelOrder(userId: "u4") { userId lockedAs } }');
+    expect(answer.errors).toBeUndefined();
+    expect(answer.data).toEqual({ cancelOrder: { userId: 'u4', lockedAs: 'order:u4' } });
   });
 });
 
@@ -124,5 +220,115 @@ describe('a busy mutation', () => {
       },
     ]);
     expect(second.text).not.toContain('order:busy');
+  });
+});
+
+describe('a busy query', () => {
+  it('the second query on one key gets LOCK_BUSY; the query ran once', async () => {
+    const query = 'query { account(id: "q1") { id } }';
+    const first = gql(app, query);
+    await waitFor(() => runs.get('account') === 1);
+    const second = await gql(app, query);
+    gate.release();
+    fieldGate.release();
+    expect((await first).data).toEqual({ account: { id: 'q1' } });
+    expect(runs.get('account')).toBe(1);
+    expect(second.errors).toMatchObject([
+      { path: ['account'], extensions: { code: 'LOCK_BUSY', retryAfterMs: 1_000 } },
+    ]);
+  });
+});
+
+describe('a locked @ResolveField (no fieldResolverEnhancers)', () => {
+  it('runs under its own lock, keyed from @Parent(): busy on one parent, partial data', async () => {
+    const query = 'query { account(id: "f1") { id balance } }';
+    // The account query itself is locked on account:f1: open its gate, hold the field's.
+    const first = gql(app, query);
+    await waitFor(() => runs.get('account') === 1);
+    gate.release();
+    await waitFor(() => runs.get('balance') === 1);
+    const second = gql(app, query);
+    await waitFor(() => runs.get('account') === 2);
+    gate.release();
+    const busy = await second;
+    fieldGate.release();
+    const done = await first;
+
+    expect(done.data).toEqual({ account: { id: 'f1', balance: 100 } });
+    expect(runs.get('balance')).toBe(1);
+    expect(busy.data).toEqual({ account: { id: 'f1', balance: null } });
+    expect(busy.errors).toEqual([
+      {
+        message: 'Another request is working on the same resource. Try again shortly.',
+        path: ['account', 'balance'],
+        locations: expect.any(Array),
+        extensions: { code: 'LOCK_BUSY', retryAfterMs: 1_000 },
+      },
+    ]);
+    expect(await heldLease('balance:f1')).toBeNull();
+  });
+});
+
+/** Starts an app with `resolvers` (no GraphQL server needed) and returns its bootstrap error. */
+async function bootError(...resolvers: Type[]): Promise<unknown> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix: uniquePrefix('boot') })],
+    providers: resolvers,
+  }).compile();
+  const boot = moduleRef.createNestApplication({ logger: false });
+  try {
+    await boot.init();
+    return undefined;
+  } catch (error) {
+    return error;
+  } finally {
+    await boot.close();
+  }
+}
+
+describe('a resolver placeholder that cannot be resolved stops the bootstrap', () => {
+  it('a name matching two parameters: one by @Args, one by its TypeScript name', async () => {
+    @Resolver()
+    class Ambiguous {
+      @Mutation(() => Boolean)
+      @Locked('x:<userId>')
+      async pick(@Args('userId') id: string, @Args('other') userId: string): Promise<boolean> {
+        return id !== userId;
+      }
+    }
+    const error = await bootError(Ambiguous);
+    expect(error).toBeInstanceOf(RedisLockConfigError);
+    expect((error as Error).message).toMatch(
+      /Ambiguous\.pick: <userId> matches 2 parameters: id \(@Args\('userId'\)\), userId \(@Args\('other'\)\)/,
+    );
+  });
+
+  it('a name that matches no parameter (no fallback to the raw GraphQL arguments)', async () => {
+    @Resolver()
+    class Unknown {
+      @Mutation(() => Boolean)
+      @Locked('x:<uid>')
+      async pick(@Args('userId') id: string): Promise<boolean> {
+        return id === '';
+      }
+    }
+    const error = await bootError(Unknown);
+    expect(error).toBeInstanceOf(RedisLockConfigError);
+    expect((error as Error).message).toContain('<uid> matches no parameter of the resolver');
+    expect((error as Error).message).toContain("id (@Args('userId'))");
+  });
+
+  it('@Locked on a subscription', async () => {
+    @Resolver()
+    class Feed {
+      @Subscription(() => String)
+      @Locked('feed')
+      async events(): Promise<AsyncIterator<string>> {
+        return [][Symbol.iterator]() as unknown as AsyncIterator<string>;
+      }
+    }
+    const error = await bootError(Feed);
+    expect(error).toBeInstanceOf(RedisLockConfigError);
+    expect((error as Error).message).toContain('Feed.events: a subscription');
   });
 });
