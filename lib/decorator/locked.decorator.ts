@@ -50,7 +50,9 @@ export type LockedMethodDecorator = <T extends LockableMethod>(
  * - `'order:<userId>'` — `<name>` is a parameter: by its TypeScript name, or on a handler by the
  *   name its decorator gives it (`@Param('userId') id` answers to `<userId>` and `<id>`). On routes
  *   any other value names its source: `<params.x>`, `<query.x>`, `<body.x>`, `<headers.x>`,
- *   `<user.x>`. Dotted paths (`<dto.user.id>`, `<0.id>`) reach inside. Checked at bootstrap.
+ *   `<user.x>`. On GraphQL resolvers (queries, mutations, `@ResolveField`) `@Args('uid') userId`
+ *   answers to `<uid>` and `<userId>`. Dotted paths (`<dto.user.id>`, `<0.id>`) reach inside.
+ *   Checked at bootstrap.
  * - A function is the escape hatch: `(...args) => string` on providers, `(ctx, args) => string` on
  *   handlers (the `ExecutionContext`, then the piped arguments).
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on

@@ -30,8 +30,9 @@ const logger = new Logger('RedisLock');
  * Answers lock failures thrown by services — a busy `@Locked` provider method, a `withLock` — the
  * way `@Locked` handlers answer them, instead of Nest's "Internal server error": on HTTP 409 +
  * `Retry-After`, 400, 500 or 503; to a microservice or WebSocket caller, `LockTransportError`
- * data. A failure after a `@Res()` handler started its answer is logged and the answer ended,
- * as no status can be sent then. Opt in app-wide:
+ * data; to a GraphQL client, a `LockGraphQLError` (`extensions.code`). A failure after a `@Res()`
+ * handler started its answer is logged and the answer ended, as no status can be sent then. Opt
+ * in app-wide:
  *
  * @example
  * ```ts

@@ -5,7 +5,7 @@
  * work ran once; the lock covers a `@ResolveField` method's work too, where Nest runs no
  * interceptors.
  */
-import type { INestApplication, Type } from '@nestjs/common';
+import { Injectable, Scope, type INestApplication, type Type } from '@nestjs/common';
 import {
   Args,
   ArgsType,
@@ -92,6 +92,23 @@ class OrderResolver {
     ran('placeOrderByName');
     const lease = await heldLease(`order:${userId}`);
     return { userId, lockedAs: lease === null ? 'not locked' : `order:${userId}` };
+  }
+
+  /** A nullable argument: left out, the key has no value. */
+  @Mutation(() => Order)
+  @Locked('order:<uid>')
+  async placeOrderMaybe(
+    @Args('uid', { type: () => String, nullable: true }) uid?: string,
+  ): Promise<Order> {
+    return { userId: String(uid), lockedAs: 'unreachable' };
+  }
+
+  /** Skipped when busy: answers null without running. */
+  @Mutation(() => Order, { nullable: true })
+  @Locked('order:<uid>', { onBusy: 'skip' })
+  async placeOrderOnce(@Args('uid') userId: string): Promise<Order> {
+    ran('placeOrderOnce');
+    return { userId, lockedAs: `order:${userId}` };
   }
 
   /** A dotted path into a named input object. */
@@ -223,6 +240,32 @@ describe('a busy mutation', () => {
   });
 });
 
+describe('what the key cannot be built from, and skipping', () => {
+  it('a left-out nullable argument: BAD_USER_INPUT, nothing locked or run', async () => {
+    const answer = await gql(app, 'mutation { placeOrderMaybe { userId } }');
+    expect(answer.errors).toEqual([
+      expect.objectContaining({
+        message: 'The request is missing a value this operation needs, or a value is invalid.',
+        path: ['placeOrderMaybe'],
+        extensions: { code: 'BAD_USER_INPUT' },
+      }),
+    ]);
+    expect(answer.text).not.toContain('<uid>');
+  });
+
+  it("onBusy: 'skip' answers null without running the resolver", async () => {
+    const mutation = 'mutation { placeOrder(uid: "skip") { userId } }';
+    const first = gql(app, mutation);
+    await waitFor(() => runs.get('placeOrder') === 1);
+    const skipped = await gql(app, 'mutation { placeOrderOnce(uid: "skip") { userId } }');
+    gate.release();
+    await first;
+    expect(skipped).toMatchObject({ data: { placeOrderOnce: null } });
+    expect(skipped.errors).toBeUndefined();
+    expect(runs.get('placeOrderOnce')).toBeUndefined();
+  });
+});
+
 describe('a busy query', () => {
   it('the second query on one key gets LOCK_BUSY; the query ran once', async () => {
     const query = 'query { account(id: "q1") { id } }';
@@ -266,6 +309,40 @@ describe('a locked @ResolveField (no fieldResolverEnhancers)', () => {
       },
     ]);
     expect(await heldLease('balance:f1')).toBeNull();
+  });
+});
+
+describe("a locked @ResolveField with fieldResolverEnhancers: ['interceptors']", () => {
+  let enhanced: INestApplication;
+
+  beforeAll(async () => {
+    enhanced = await createGraphQLApp({
+      lock: { redis: SHARED_REDIS_URL, prefix },
+      resolvers: [AccountResolver],
+      graphql: { fieldResolverEnhancers: ['interceptors'] },
+    });
+  });
+
+  afterAll(() => enhanced?.close());
+
+  it('the interceptor locks it: the same key, one run, LOCK_BUSY for the other', async () => {
+    const query = 'query { account(id: "e1") { id balance } }';
+    const first = gql(enhanced, query);
+    await waitFor(() => runs.get('account') === 1);
+    gate.release();
+    await waitFor(() => runs.get('balance') === 1);
+    const second = gql(enhanced, query);
+    await waitFor(() => runs.get('account') === 2);
+    gate.release();
+    const busy = await second;
+    fieldGate.release();
+
+    expect((await first).data).toEqual({ account: { id: 'e1', balance: 100 } });
+    expect(runs.get('balance')).toBe(1);
+    expect(busy.data).toEqual({ account: { id: 'e1', balance: null } });
+    expect(busy.errors).toMatchObject([
+      { path: ['account', 'balance'], extensions: { code: 'LOCK_BUSY', retryAfterMs: 1_000 } },
+    ]);
   });
 });
 
@@ -316,6 +393,23 @@ describe('a resolver placeholder that cannot be resolved stops the bootstrap', (
     expect(error).toBeInstanceOf(RedisLockConfigError);
     expect((error as Error).message).toContain('<uid> matches no parameter of the resolver');
     expect((error as Error).message).toContain("id (@Args('userId'))");
+  });
+
+  it('a locked field resolver on a request-scoped resolver', async () => {
+    @Resolver(() => Account)
+    @Injectable({ scope: Scope.REQUEST })
+    class PerRequest {
+      @ResolveField(() => Int)
+      @Locked('balance:<account.id>')
+      async balance(@Parent() account: Account): Promise<number> {
+        return account.id.length;
+      }
+    }
+    const error = await bootError(PerRequest);
+    expect(error).toBeInstanceOf(RedisLockConfigError);
+    expect((error as Error).message).toContain(
+      'PerRequest.balance: the provider is request-scoped',
+    );
   });
 
   it('@Locked on a subscription', async () => {
