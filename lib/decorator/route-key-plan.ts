@@ -8,6 +8,7 @@ import {
   type Placeholder,
 } from '../keys/key-template';
 import type { ParamBinding } from '../keys/param-names';
+import { describe, namesHidden, suggestions, type Target } from './route-key-hints';
 import {
   handlerKind,
   handlerParameters,
@@ -111,12 +112,6 @@ interface PlanContext {
   readonly routeParams?: ReadonlySet<string>;
 }
 
-/** A parameter a bare name points at, and the path inside it (names bound by destructuring). */
-interface Target {
-  readonly parameter: HandlerParameter;
-  readonly path: readonly string[];
-}
-
 function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
   const [root, ...rest] = placeholder.path;
   if (/^\d+$/.test(root)) return (args) => readPath(args[Number(root)], rest);
@@ -150,26 +145,29 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
   if (targets.length === 1) return argumentReader(targets[0], rest);
   if (plan.kind === 'message')
     return payloadReader(root === 'data' || root === 'payload' ? rest : placeholder.path, plan);
+  const known = plan.parameters.map((parameter) => describe({ parameter, path: [] }));
+  const hidden = namesHidden(plan.spec.params, plan.parameters);
+  // A resolver has no fallback to the operation's raw arguments: only bound parameters are read.
   if (plan.kind === 'graphql') {
-    // No fallback to the operation's raw arguments: a key part is read from a bound parameter.
-    return fail(
+    fail(
       messages.unknownResolverPlaceholder(
         template,
         placeholder.text,
         plan.spec.where,
-        plan.parameters.map((parameter) => describe({ parameter, path: [] })),
-        namesHidden(plan),
+        known,
+        hidden,
       ),
     );
   }
+  const meant = suggestions(placeholder.path, plan.routeParams, plan.parameters);
   return fail(
     messages.unknownRoutePlaceholder(
       template,
       placeholder.text,
       plan.spec.where,
-      suggestions(placeholder.path, plan),
-      plan.parameters.map((parameter) => describe({ parameter, path: [] })),
-      namesHidden(plan),
+      meant,
+      known,
+      hidden,
     ),
   );
 }
@@ -242,31 +240,6 @@ function payloadReader(path: readonly string[], plan: PlanContext): KeyReader {
         : context!.switchToWs().getData(),
       path,
     );
-}
-
-/** True when the method's own parameter names are unknown: `(...args)` is a wrapper's signature. */
-function namesHidden({ spec, parameters }: PlanContext): boolean {
-  const bindings = [...(spec.params?.values() ?? [])];
-  const wrapped = bindings.length === 1 && bindings[0].rest === true && bindings[0].index === 0;
-  return parameters.length > 0 && (!spec.params || wrapped);
-}
-
-/** What an unknown bare name could have meant, most likely first. */
-function suggestions(path: readonly string[], plan: PlanContext): string[] {
-  const dotted = path.join('.');
-  const out: string[] = [];
-  if (!plan.routeParams || plan.routeParams.has(path[0])) out.push(`<params.${dotted}>`);
-  out.push(`<body.${dotted}>`, `<query.${dotted}>`, `<user.${dotted}>`);
-  for (const parameter of plan.parameters) {
-    const whole = parameter.custom || (parameter.source && !parameter.field);
-    if (parameter.name && whole) out.push(`<${parameter.name}.${dotted}>`);
-  }
-  return out;
-}
-
-function describe({ parameter, path }: Target): string {
-  const name = parameter.name ?? `argument ${parameter.index}`;
-  return `${[name, ...path].join('.')} (${parameter.label})`;
 }
 
 const lower = ([first, ...rest]: readonly string[]): string[] =>
