@@ -240,6 +240,34 @@ describe('a busy mutation', () => {
   });
 });
 
+describe('many concurrent mutations on one key', () => {
+  it('five at once over HTTP: exactly one runs, the four others get LOCK_BUSY', async () => {
+    const mutation = 'mutation { placeOrder(uid: "crowd") { userId lockedAs } }';
+    let answered = 0;
+    const all = Array.from({ length: 5 }, () =>
+      gql(app, mutation).then((answer) => {
+        answered += 1;
+        return answer;
+      }),
+    );
+    // The one that runs waits at the gate until the four others have their answers.
+    await waitFor(() => runs.get('placeOrder') === 1 && answered === 4);
+    gate.release();
+    const answers = await Promise.all(all);
+
+    expect(runs.get('placeOrder')).toBe(1);
+    const ok = answers.filter((answer) => answer.errors === undefined);
+    const busy = answers.filter((answer) => answer.errors?.[0]?.extensions?.code === 'LOCK_BUSY');
+    expect(ok.map((answer) => answer.data)).toEqual([
+      { placeOrder: { userId: 'crowd', lockedAs: 'order:crowd' } },
+    ]);
+    expect(busy).toHaveLength(4);
+    for (const answer of busy) {
+      expect(answer.errors![0].extensions).toEqual({ code: 'LOCK_BUSY', retryAfterMs: 1_000 });
+    }
+  });
+});
+
 describe('what the key cannot be built from, and skipping', () => {
   it('a left-out nullable argument: BAD_USER_INPUT, nothing locked or run', async () => {
     const answer = await gql(app, 'mutation { placeOrderMaybe { userId } }');
