@@ -13,10 +13,10 @@ const layers = [
   ['testing'],
   ['module'], // RedisLockModule: wires everything into Nest
   ['decorator'], // @Locked, its interceptor and explorer
-  // How lock failures answer on each transport: the filter for all of them, then HTTP and
-  // messages (microservices, WebSockets), then what every transport shares.
+  // How lock failures answer on each transport: the filter for all of them, then HTTP, messages
+  // (microservices, WebSockets) and GraphQL, then what every transport shares.
   ['transports/lock-exception.filter.ts'],
-  ['transports/http', 'transports/messages'],
+  ['transports/http', 'transports/messages', 'transports/graphql'],
   ['transports/shared'],
   ['service'], // LockService
   ['locking'], // holds, re-entrancy, runLocked

@@ -27,6 +27,11 @@ export { LockedInterceptor } from './decorator/locked.interceptor';
 export type { LockSkippedAck } from './decorator/locked-response';
 export { LockExceptionFilter } from './transports/lock-exception.filter';
 export type { LockTransportError } from './transports/messages/lock-transport-error';
+export {
+  LockGraphQLError,
+  type LockGraphQLErrorCode,
+  type LockGraphQLErrorExtensions,
+} from './transports/graphql/lock-graphql-error';
 export { currentLock, outsideLocks } from './locking/lock-context';
 export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
 export {

@@ -9,7 +9,7 @@ import {
   type Placeholder,
 } from '../keys/key-template';
 import { readParamBindings, type ParamBinding } from '../keys/param-names';
-import { keyFromRouteArguments } from './route-key-plan';
+import { keyFromResolverArguments, keyFromRouteArguments } from './route-key-plan';
 import type { OptionNames } from '../options/known-options';
 import type { LockedOptions } from '../options/lock-call-options';
 
@@ -142,6 +142,24 @@ export function keyFromRoute(
     return checkFactoryKey(spec, factory(context, args));
   }
   return keyFromRouteArguments(spec, args, context);
+}
+
+/**
+ * The key of a GraphQL resolver call that no interceptor prepared (a `@ResolveField` method
+ * without `fieldResolverEnhancers`), from the arguments Nest called it with. There is no
+ * `ExecutionContext` then: a key function gets `undefined` in its place.
+ */
+export function keyFromResolverCall(
+  spec: LockedSpec,
+  args: readonly unknown[],
+  resolver: object,
+  handler: object,
+): string {
+  if (spec.keyFactory) {
+    const factory = spec.keyFactory as (c: undefined, a: readonly unknown[]) => unknown;
+    return checkFactoryKey(spec, factory(undefined, args));
+  }
+  return keyFromResolverArguments(spec, args, resolver, handler);
 }
 
 function checkFactoryKey(spec: LockedSpec, key: unknown): string {

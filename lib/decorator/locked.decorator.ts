@@ -13,6 +13,7 @@ import {
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
 import type { LockedOptions } from '../options/lock-call-options';
+import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
 import { boundLockService } from './locked-binding';
 import {
   createLockedSpec,
@@ -49,7 +50,9 @@ export type LockedMethodDecorator = <T extends LockableMethod>(
  * - `'order:<userId>'` — `<name>` is a parameter: by its TypeScript name, or on a handler by the
  *   name its decorator gives it (`@Param('userId') id` answers to `<userId>` and `<id>`). On routes
  *   any other value names its source: `<params.x>`, `<query.x>`, `<body.x>`, `<headers.x>`,
- *   `<user.x>`. Dotted paths (`<dto.user.id>`, `<0.id>`) reach inside. Checked at bootstrap.
+ *   `<user.x>`. On GraphQL resolvers (queries, mutations, `@ResolveField`) `@Args('uid') userId`
+ *   answers to `<uid>` and `<userId>`. Dotted paths (`<dto.user.id>`, `<0.id>`) reach inside.
+ *   Checked at bootstrap.
  * - A function is the escape hatch: `(...args) => string` on providers, `(ctx, args) => string` on
  *   handlers (the `ExecutionContext`, then the piped arguments).
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
@@ -119,6 +122,14 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
       // wrapping decorator above this one (a tracing `@Span`) copies the spec onto the function
       // Nest calls, and then calls this wrapper with the same arguments.
       return route.run(args, (callArgs) => original.apply(this, callArgs));
+    }
+    // A GraphQL resolver no interceptor prepared (a field resolver): keyed as its handler kind.
+    const resolver = resolverMethod(this, spec, wrapper);
+    if (resolver) {
+      const locks = boundLockService(this);
+      return runResolverLocked(spec, this as object, resolver, locks, args, () =>
+        original.apply(this, args),
+      );
     }
     const locks = boundLockService(this);
     if (spec.returnsObservable) {

@@ -5,10 +5,12 @@ import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { LockService } from '../service/lock.service';
 import { warnIfEventsDrop } from '../transports/messages/event-handlers';
+import { assertLockableResolver } from './graphql/locked-resolver';
 import { bindLockService } from './locked-binding';
 import { orderLockedInterceptorLast } from './locked-order';
 import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
 import { assertRoutePlaceholders } from './route-key-plan';
+import { isResolverMethod } from './route-parameters';
 
 /** `@WebSocketGateway()` and `@SubscribeMessage()` metadata (`@nestjs/websockets`, an optional peer). */
 const WS_GATEWAY = 'websockets:is_gateway';
@@ -57,13 +59,17 @@ export class LockedExplorer implements OnModuleInit {
     for (const name of this.scanner.getAllMethodNames(prototype)) {
       const spec = getLockedSpec(prototype[name]);
       if (!spec) continue;
+      // A GraphQL resolver is keyed from what Nest binds to its parameters (`@Args`), like a route.
+      const resolver = isResolverMethod(prototype[name]);
+      if (resolver) assertLockableResolver(spec, wrapper, prototype[name]);
       // A gateway's message handler is keyed from its message, like a route: not a provider method.
-      if (!isController && !(gateway && Reflect.hasMetadata(WS_MESSAGE_HANDLER, prototype[name]))) {
+      const wsHandler = gateway && Reflect.hasMetadata(WS_MESSAGE_HANDLER, prototype[name]);
+      if (!isController && !wsHandler && !resolver) {
         if (!wrapper.isDependencyTreeStatic())
           throw new RedisLockConfigError(messages.requestScoped(spec.where));
         assertProviderPlaceholders(spec);
       }
-      if (isController || gateway) {
+      if (isController || gateway || resolver) {
         // Each placeholder's one source is decided now: a typo or an ambiguous name stops the start.
         assertRoutePlaceholders(spec, wrapper.metatype ?? prototype.constructor, prototype[name]);
       }

@@ -35,6 +35,7 @@ import type { LockSource } from '../locking/lock-source';
 import { observeLocked } from '../locking/run-locked';
 import { isEventHandler, logEventFailure } from '../transports/messages/event-handlers';
 import { toTransportException } from '../transports/messages/lock-transport-error';
+import { toLockGraphQLError } from '../transports/graphql/lock-graphql-error';
 import {
   getResponseBinding,
   rawResponse,
@@ -215,6 +216,10 @@ export class LockedInterceptor implements NestInterceptor {
       const started = headersSent(context.switchToHttp().getResponse());
       logLockFailure(error, where, httpAnswer(exception, started));
       return exception;
+    }
+    if (context.getType<string>() === 'graphql') {
+      logLockFailure(error, where, 'with a GraphQL error');
+      return toLockGraphQLError(error, this.locks!.options.errorDetails);
     }
     if (type !== 'rpc' && type !== 'ws') return error;
     // An event's caller hears nothing back: this line is the failure's whole trace.

@@ -8,6 +8,7 @@ import {
   type Placeholder,
 } from '../keys/key-template';
 import type { ParamBinding } from '../keys/param-names';
+import { describe, namesHidden, suggestions, type Target } from './route-key-hints';
 import {
   handlerKind,
   handlerParameters,
@@ -33,8 +34,11 @@ export interface RouteKeySpec {
   readonly method: string | symbol;
 }
 
-/** Reads one placeholder's value from the handler's (piped) arguments or, failing that, its call. */
-type KeyReader = (args: readonly unknown[], context: ExecutionContext) => unknown;
+/**
+ * Reads one placeholder's value from the handler's (piped) arguments or, failing that, its call.
+ * A resolver's readers read arguments only: a field resolver is called without a context.
+ */
+type KeyReader = (args: readonly unknown[], context?: ExecutionContext) => unknown;
 
 /** Where each placeholder of a route's template is read, decided once per handler kind. */
 type RoutePlan = ReadonlyMap<Placeholder, KeyReader>;
@@ -61,9 +65,24 @@ export function keyFromRouteArguments(
   args: readonly unknown[],
   context: ExecutionContext,
 ): string {
-  const kind: HandlerKind = context.getType() === 'http' ? 'http' : 'message';
+  const type = context.getType<string>();
+  const kind: HandlerKind = type === 'http' || type === 'graphql' ? type : 'message';
   const plan = planFor(spec, kind, context.getClass(), context.getHandler());
   return renderKeyTemplate(spec.template!, (placeholder) => plan.get(placeholder)!(args, context));
+}
+
+/**
+ * The key of a GraphQL resolver call that no interceptor prepared (a `@ResolveField` method), from
+ * the arguments Nest called it with — the same plan, checked at bootstrap, as when one did.
+ */
+export function keyFromResolverArguments(
+  spec: RouteKeySpec,
+  args: readonly unknown[],
+  resolver: object,
+  handler: object,
+): string {
+  const plan = planFor(spec, 'graphql', resolver, handler);
+  return renderKeyTemplate(spec.template!, (placeholder) => plan.get(placeholder)!(args));
 }
 
 function planFor(spec: RouteKeySpec, kind: HandlerKind, controller: object, handler: object) {
@@ -91,12 +110,6 @@ interface PlanContext {
   readonly kind: HandlerKind;
   readonly parameters: readonly HandlerParameter[];
   readonly routeParams?: ReadonlySet<string>;
-}
-
-/** A parameter a bare name points at, and the path inside it (names bound by destructuring). */
-interface Target {
-  readonly parameter: HandlerParameter;
-  readonly path: readonly string[];
 }
 
 function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
@@ -135,14 +148,29 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
   if (targets.length === 1 && only) return argumentReader(only, rest);
   if (plan.kind === 'message')
     return payloadReader(root === 'data' || root === 'payload' ? rest : placeholder.path, plan);
+  const known = plan.parameters.map((parameter) => describe({ parameter, path: [] }));
+  const hidden = namesHidden(plan.spec.params, plan.parameters);
+  // A resolver has no fallback to the operation's raw arguments: only bound parameters are read.
+  if (plan.kind === 'graphql') {
+    fail(
+      messages.unknownResolverPlaceholder(
+        template,
+        placeholder.text,
+        plan.spec.where,
+        known,
+        hidden,
+      ),
+    );
+  }
+  const meant = suggestions(placeholder.path, plan.routeParams, plan.parameters);
   return fail(
     messages.unknownRoutePlaceholder(
       template,
       placeholder.text,
       plan.spec.where,
-      suggestions(placeholder.path, plan),
-      plan.parameters.map((parameter) => describe({ parameter, path: [] })),
-      namesHidden(plan),
+      meant,
+      known,
+      hidden,
     ),
   );
 }
@@ -199,7 +227,7 @@ function sourceReader(
   const whole = bound.find((parameter) => parameter.field === undefined);
   if (whole) return (args) => readPath(args[whole.index], path);
   return (_args, context) =>
-    readPath(context.switchToHttp().getRequest<Record<string, unknown>>()[source], path);
+    readPath(context!.switchToHttp().getRequest<Record<string, unknown>>()[source], path);
 }
 
 /** A message's payload: the handler's whole-payload parameter (piped) if any, else the message. */
@@ -210,37 +238,11 @@ function payloadReader(path: readonly string[], plan: PlanContext): KeyReader {
   if (whole) return (args) => readPath(args[whole.index], path);
   return (_args, context) =>
     readPath(
-      context.getType() === 'rpc'
-        ? context.switchToRpc().getData()
-        : context.switchToWs().getData(),
+      context!.getType() === 'rpc'
+        ? context!.switchToRpc().getData()
+        : context!.switchToWs().getData(),
       path,
     );
-}
-
-/** True when the method's own parameter names are unknown: `(...args)` is a wrapper's signature. */
-function namesHidden({ spec, parameters }: PlanContext): boolean {
-  const bindings = [...(spec.params?.values() ?? [])];
-  const [first] = bindings;
-  const wrapped = bindings.length === 1 && first?.rest === true && first.index === 0;
-  return parameters.length > 0 && (!spec.params || wrapped);
-}
-
-/** What an unknown bare name could have meant, most likely first. */
-function suggestions(path: Placeholder['path'], plan: PlanContext): string[] {
-  const dotted = path.join('.');
-  const out: string[] = [];
-  if (!plan.routeParams || plan.routeParams.has(path[0])) out.push(`<params.${dotted}>`);
-  out.push(`<body.${dotted}>`, `<query.${dotted}>`, `<user.${dotted}>`);
-  for (const parameter of plan.parameters) {
-    const whole = parameter.custom || (parameter.source && !parameter.field);
-    if (parameter.name && whole) out.push(`<${parameter.name}.${dotted}>`);
-  }
-  return out;
-}
-
-function describe({ parameter, path }: Target): string {
-  const name = parameter.name ?? `argument ${parameter.index}`;
-  return `${[name, ...path].join('.')} (${parameter.label})`;
 }
 
 const lower = ([first, ...rest]: readonly string[]): string[] =>

@@ -10,6 +10,9 @@ const PATH_METADATA = 'path';
 const METHOD_METADATA = 'method';
 const PATTERN_METADATA = 'microservices:pattern';
 const WS_MESSAGE_HANDLER = 'websockets:message_mapping';
+/** `@Query()`, `@Mutation()`, `@Subscription()` and `@ResolveField()` (`@nestjs/graphql`). */
+const GQL_RESOLVER_TYPE = 'graphql:resolver_type';
+const GQL_FIELD_RESOLVER = 'graphql:resolve_property';
 
 /** `RouteParamtypes` (HTTP); `RpcParamtype.PAYLOAD` and `WsParamtype.PAYLOAD` are 3 as well. */
 const HTTP_TYPES: Record<number, { source?: RequestSource; label: string }> = {
@@ -25,6 +28,10 @@ const HTTP_TYPES: Record<number, { source?: RequestSource; label: string }> = {
   11: { label: '@Ip()' },
   12: { label: '@RawBody()' },
 };
+/** `GqlParamtype`: what a resolver's parameter decorators bind. */
+const GQL_TYPES: Record<number, string> = { 0: '@Parent()', 1: '@Context()', 2: '@Info()' };
+const GQL_ARGS = 3;
+
 /** `@Res()` and `@Next()`: nothing a key can be read from. */
 const HTTP_UNUSABLE = new Set([1, 2]);
 const PAYLOAD = 3;
@@ -33,16 +40,22 @@ const PAYLOAD = 3;
 export const REQUEST_SOURCES = ['params', 'query', 'body', 'headers', 'user'] as const;
 export type RequestSource = (typeof REQUEST_SOURCES)[number];
 
-/** The kind of call a handler serves: an HTTP route, or a microservice / gateway message. */
-export type HandlerKind = 'http' | 'message';
+/**
+ * The kind of call a handler serves: an HTTP route, a microservice / gateway message, or a
+ * GraphQL resolver (a query, mutation or field resolver).
+ */
+export type HandlerKind = 'http' | 'message' | 'graphql';
 
 /** One handler parameter Nest fills, as a key can read it. */
 export interface HandlerParameter {
   readonly index: number;
   /** How it is bound, for messages: `@Param('userId')`, `@Body()`, `a custom decorator`. */
   readonly label: string;
-  /** The request part it reads (HTTP), or `'payload'` (messages); none for custom decorators. */
-  readonly source?: RequestSource | 'payload';
+  /**
+   * The request part it reads (HTTP), `'payload'` (messages) or `'args'` (GraphQL's `@Args`);
+   * none for custom decorators.
+   */
+  readonly source?: RequestSource | 'payload' | 'args';
   /** The field its decorator names (`'userId'` in `@Param('userId')`), if any. */
   readonly field?: string;
   /** Its TypeScript name, when the method's source could be read and it is not destructured. */
@@ -50,8 +63,12 @@ export interface HandlerParameter {
   readonly custom: boolean;
 }
 
-/** `'http'` for a route, `'message'` for `@MessagePattern`/`@EventPattern`/`@SubscribeMessage`. */
+/**
+ * `'http'` for a route, `'message'` for `@MessagePattern`/`@EventPattern`/`@SubscribeMessage`,
+ * `'graphql'` for `@Query`/`@Mutation`/`@Subscription`/`@ResolveField`.
+ */
 export function handlerKind(handler: object): HandlerKind | undefined {
+  if (isResolverMethod(handler)) return 'graphql';
   if (Reflect.hasMetadata(METHOD_METADATA, handler) && Reflect.hasMetadata(PATH_METADATA, handler))
     return 'http';
   if (
@@ -83,6 +100,13 @@ export function handlerParameters(
     const base = { index: arg.index, field, name, custom };
     if (custom) {
       parameters.push({ ...base, label: 'a custom decorator' });
+    } else if (kind === 'graphql') {
+      // `@Args` is what the client sends; the rest (parent, context, info) a key may read by name.
+      parameters.push(
+        type === GQL_ARGS
+          ? { ...base, source: 'args', label: `@Args(${quote(field)})` }
+          : { ...base, label: GQL_TYPES[type!] ?? 'a resolver parameter' },
+      );
     } else if (kind === 'message') {
       // Any parameter but the payload (the socket, the context, an ack) is what the server hands
       // the handler: a key may read it by its name, and must never look for it in the message.
@@ -99,6 +123,21 @@ export function handlerParameters(
     }
   }
   return parameters.sort((a, b) => a.index - b.index);
+}
+
+/** A method Nest's GraphQL module resolves: a query, mutation, subscription or field resolver. */
+export function isResolverMethod(handler: object): boolean {
+  return Reflect.hasMetadata(GQL_RESOLVER_TYPE, handler) || isFieldResolver(handler);
+}
+
+/** A `@ResolveField()` method: Nest runs no interceptors for it unless told to. */
+export function isFieldResolver(handler: object): boolean {
+  return Reflect.getMetadata(GQL_FIELD_RESOLVER, handler) === true;
+}
+
+/** A `@Subscription()` method: it returns an event stream, not a resolver's work. */
+export function isSubscription(handler: object): boolean {
+  return Reflect.getMetadata(GQL_RESOLVER_TYPE, handler) === 'Subscription';
 }
 
 function nameAt(names: ReadonlyMap<string, ParamBinding> | undefined, index: number) {

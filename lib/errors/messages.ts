@@ -48,6 +48,25 @@ export const messages = {
       ? ' The parameter names could not be read (another decorator may wrap the method): put ' +
         '@Locked() closest to the method, or use the names the parameter decorators give.'
       : ''),
+  unknownResolverPlaceholder: (
+    template: string,
+    placeholder: string,
+    where: string,
+    parameters: string[],
+    namesHidden: boolean,
+  ) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> matches no parameter of the ` +
+    `resolver (${parameters.length ? `parameters: ${parameters.join(', ')}` : 'it has no bound parameters'}). ` +
+    "A bare name must be a parameter's name or the name @Args gives it (@Args('uid') userId " +
+    'answers to <uid> and <userId>); reach inside with a dotted path (<input.userId>). Bind the ' +
+    'value with @Args(), @Parent() or @Context(), or use a key function.' +
+    (namesHidden
+      ? ' The parameter names could not be read (another decorator may wrap the method): put ' +
+        '@Locked() closest to the method, or use the names @Args gives.'
+      : ''),
+  lockedSubscription: (where: string) =>
+    `@Locked() on ${where}: a subscription returns an event stream, so a lock would cover only ` +
+    "the stream's creation, not the events. Lock the work that publishes the events instead.",
   unknownRouteParam: (template: string, placeholder: string, where: string, params: string[]) =>
     `Lock key template "${template}" on ${where}: <${placeholder}> names no param of the route ` +
     `(route params: ${params.length ? params.join(', ') : 'none'}). Fix the name; for a param a ` +

@@ -8,8 +8,14 @@ import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
  * named here so the locking layer does not depend on the service built on top of it.
  */
 export interface LockSource {
-  /** The module defaults a call falls back on (`wait`, `onBusy`, `onLost`, `reentrant`). */
-  readonly options: Pick<ResolvedRedisLockOptions, 'wait' | 'onBusy' | 'onLost' | 'reentrant'>;
+  /**
+   * The module defaults a call falls back on (`wait`, `onBusy`, `onLost`, `reentrant`), and how
+   * much a failure's answer may tell (`errorDetails`).
+   */
+  readonly options: Pick<
+    ResolvedRedisLockOptions,
+    'wait' | 'onBusy' | 'onLost' | 'reentrant' | 'errorDetails'
+  >;
   /**
    * The engine behind the locks: re-entrancy tells its holds apart from another source's by it,
    * and keys a held lock by its Redis key. Left out of the published declarations, so

@@ -20,6 +20,7 @@ import { LockService } from '../service/lock.service';
 import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { resolveOptions } from '../options/resolve-options';
 import { toLockTransportError } from './messages/lock-transport-error';
+import { toLockGraphQLError, type LockGraphQLError } from './graphql/lock-graphql-error';
 import { handlerName, httpAnswer, logLockFailure } from './shared/lock-failure-answer';
 import { headersSent, toLockHttpException } from './http/lock-http-exception';
 
@@ -29,8 +30,9 @@ const logger = new Logger('RedisLock');
  * Answers lock failures thrown by services — a busy `@Locked` provider method, a `withLock` — the
  * way `@Locked` handlers answer them, instead of Nest's "Internal server error": on HTTP 409 +
  * `Retry-After`, 400, 500 or 503; to a microservice or WebSocket caller, `LockTransportError`
- * data. A failure after a `@Res()` handler started its answer is logged and the answer ended,
- * as no status can be sent then. Opt in app-wide:
+ * data; to a GraphQL client, a `LockGraphQLError` (`extensions.code`). A failure after a `@Res()`
+ * handler started its answer is logged and the answer ended, as no status can be sent then. Opt
+ * in app-wide:
  *
  * @example
  * ```ts
@@ -52,9 +54,15 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
     @Optional() private readonly locks?: LockService,
   ) {}
 
-  catch(error: LockFailure, host: ArgumentsHost): Observable<never> | void {
-    const type = host.getType();
+  catch(error: LockFailure, host: ArgumentsHost): Observable<never> | LockGraphQLError | void {
+    const type = host.getType<string>();
     const options = this.locks?.options ?? resolveOptions();
+    if (type === 'graphql') {
+      // Nest answers a resolver with what its filter returns; GraphQL-js answers a returned error
+      // as if it had been thrown, as a GraphQL error with its extensions.
+      logLockFailure(error, handlerName(host), 'with a GraphQL error');
+      return toLockGraphQLError(error, options.errorDetails);
+    }
     // Microservices send a filter's Observable error to the caller; an Error object would not
     // survive serialization, so the failure goes as data.
     if (type === 'rpc') {

@@ -8,13 +8,7 @@ import { RedisCommandError } from '../../errors/redis-command.error';
 import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
 import type { LockFailure, ResolvedRedisLockOptions } from '../../options/redis-lock-options';
 import { failureStatus, publicMessage } from '../shared/lock-failure-answer';
-
-/**
- * Seconds a client is told to wait on a busy lock. The holder's PTTL is only an upper bound (a
- * renewed lease always shows about `ttl`) and most locked work is short, so advise the smallest
- * value (detailed bodies report the bound as `retryAfterMs`).
- */
-const RETRY_AFTER_SECONDS = 1;
+import { RETRY_AFTER_SECONDS } from '../shared/retry-advice';
 
 export function isLockFailure(error: unknown): error is LockFailure {
   return (

@@ -55,7 +55,8 @@ export function logLockFailure(
 /**
  * Names the handler for the log line, without request values: `Class.method` from an
  * interceptor's `ExecutionContext`; from a filter's `ArgumentsHost` (which Nest builds without
- * the handler), the route's pattern (`POST /orders/:id`), or `'A gateway handler'`.
+ * the handler), the route's pattern (`POST /orders/:id`), a GraphQL field (`GraphQL
+ * Mutation.placeOrder`), or `'A gateway handler'`.
  */
 export function handlerName(host: ArgumentsHost): string {
   const context = host as Partial<{ getClass(): unknown; getHandler(): unknown }>;
@@ -64,7 +65,13 @@ export function handlerName(host: ArgumentsHost): string {
   if (typeof type === 'function' && typeof handler === 'function') {
     return `${type.name}.${handler.name}`;
   }
-  const kind = host.getType();
+  const kind = host.getType<string>();
+  if (kind === 'graphql') {
+    // A resolver's arguments are (parent, args, context, info): info names the field.
+    const info = host.getArgByIndex<{ parentType?: { name?: unknown }; fieldName?: unknown }>(3);
+    const field = `${String(info?.parentType?.name)}.${String(info?.fieldName)}`;
+    return info?.fieldName === undefined ? 'A GraphQL resolver' : `GraphQL ${field}`;
+  }
   if (kind !== 'http') return kind === 'ws' ? 'A gateway handler' : 'A microservice handler';
   const request = host.switchToHttp().getRequest<RouteOfRequest>();
   // Express keeps the matched route on `route`, Fastify on `routeOptions` (before 4.10,
