@@ -12,7 +12,7 @@ import {
   assertPositive,
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
-import { boundLockService } from './locked-binding';
+import { injectedLockSource, injectLockSource } from './locked-binding';
 import {
   createLockedSpec,
   keyFromArguments,
@@ -87,11 +87,12 @@ export function Locked(
     if (typeof descriptor?.value !== 'function') {
       throw new RedisLockConfigError(messages.notAMethod(where));
     }
+    // A static method runs on the class, which no module's injector ever sees.
+    if (typeof target === 'function') throw new RedisLockConfigError(messages.staticMethod(where));
     const original = descriptor.value as unknown as (...args: unknown[]) => unknown;
     const returnsObservable =
       Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
-    const owner = typeof target === 'function' ? target : target.constructor;
-    const site = { owner, method: propertyKey, where };
+    const site = { owner: target.constructor, method: propertyKey, where };
     const spec = createLockedSpec(key, options, original, site, returnsObservable);
     const binding = readResponseBinding(target, propertyKey);
     const wrapper = lockedMethod(original, spec);
@@ -107,6 +108,7 @@ export function Locked(
     // Mutate the descriptor (never return a new one), so decorators above see the wrapper.
     (descriptor as TypedPropertyDescriptor<unknown>).value = wrapper;
     UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor as PropertyDescriptor);
+    injectLockSource(target);
   };
 }
 
@@ -120,7 +122,7 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
       // Nest calls, and then calls this wrapper with the same arguments.
       return route.run(args, (callArgs) => original.apply(this, callArgs));
     }
-    const locks = boundLockService(this);
+    const locks = injectedLockSource(this);
     if (spec.returnsObservable) {
       if (!locks) throw new RedisLockError(messages.notBound(spec.where));
       const key = keyFromArguments(spec, args);
