@@ -132,6 +132,7 @@ class OverridingJobs extends SingletonJobs {
 }
 
 const FACTORY_JOBS = 'FACTORY_JOBS';
+const VALUE_JOBS = 'VALUE_JOBS';
 
 describe('@Locked on every kind of provider', () => {
   let redis: Redis;
@@ -241,8 +242,11 @@ describe('@Locked on every kind of provider', () => {
         imports: [
           {
             module: class FactoryModule {},
-            providers: [{ provide: FACTORY_JOBS, useFactory: () => new LazyJobs() }],
-            exports: [FACTORY_JOBS],
+            providers: [
+              { provide: FACTORY_JOBS, useFactory: () => new LazyJobs() },
+              { provide: VALUE_JOBS, useValue: new LazyJobs() },
+            ],
+            exports: [FACTORY_JOBS, VALUE_JOBS],
           },
         ],
       });
