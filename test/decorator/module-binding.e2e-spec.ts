@@ -4,8 +4,18 @@
  * each lock their own providers, two applications in one process each use their own, and a second
  * copy of the library (the dual ESM/CJS package hazard) still finds the module's service.
  */
-import { Injectable, Module, type INestApplicationContext } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Injectable,
+  Module,
+  Param,
+  Scope,
+  type INestApplication,
+  type Type,
+} from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import request from 'supertest';
 import { Locked, LockService, RedisLockConfigError, RedisLockModule } from 'nestjs-redis-lock';
 import { SHARED_REDIS_URL } from '../support/shared-redis';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis-server';
@@ -36,6 +46,21 @@ class JobsA {
 @Injectable()
 class JobsB extends JobsA {}
 
+/** A route in each module: its interceptor, too, is the module's own. */
+function jobsController(path: string): Type {
+  @Controller(path)
+  class JobsController {
+    constructor(private readonly locks: LockService) {}
+
+    @Get(':id')
+    @Locked('route:<id>')
+    async get(@Param('id') id: string): Promise<boolean> {
+      return this.locks.isLocked(`route:${id}`);
+    }
+  }
+  return JobsController;
+}
+
 describe('@Locked locks through the LockService of its own module', () => {
   let servers: RedisServer[];
 
@@ -52,6 +77,7 @@ describe('@Locked locks through the LockService of its own module', () => {
         RedisLockModule.forRoot({ redis: servers[0].url, prefix: `${prefix}a:`, isGlobal: false }),
       ],
       providers: [JobsA],
+      controllers: [jobsController('a')],
       exports: [JobsA],
     })
     class ModuleA {}
@@ -60,6 +86,7 @@ describe('@Locked locks through the LockService of its own module', () => {
         RedisLockModule.forRoot({ redis: servers[1].url, prefix: `${prefix}b:`, isGlobal: false }),
       ],
       providers: [JobsB],
+      controllers: [jobsController('b')],
       exports: [JobsB],
     })
     class ModuleB {}
@@ -73,39 +100,51 @@ describe('@Locked locks through the LockService of its own module', () => {
       b.other = a.locks;
       await expect(a.run('1')).resolves.toEqual({ ownHeld: true, otherHeld: false });
       await expect(b.run('1')).resolves.toEqual({ ownHeld: true, otherHeld: false });
+      for (const path of ['/a/1', '/b/1']) {
+        const response = await request(app.getHttpServer()).get(path);
+        expect([path, response.text]).toEqual([path, 'true']);
+      }
     } finally {
       await app.close();
     }
   });
 
-  it('a module that does not import a scoped RedisLockModule: bootstrap names the class', async () => {
-    const prefix = uniquePrefix('unimported');
-    @Module({
-      imports: [RedisLockModule.forRoot({ redis: servers[0].url, prefix, isGlobal: false })],
-    })
-    class LockingModule {}
-    @Injectable()
-    class Orphan {
-      @Locked('job:<id>')
-      async run(id: string): Promise<string> {
-        return id;
+  it.each([
+    ['a singleton', Scope.DEFAULT],
+    ['a request-scoped', Scope.REQUEST],
+  ])(
+    '%s provider whose module does not import a scoped RedisLockModule: bootstrap names it',
+    async (_kind, scope) => {
+      const prefix = uniquePrefix('unimported');
+      @Module({
+        imports: [RedisLockModule.forRoot({ redis: servers[0].url, prefix, isGlobal: false })],
+      })
+      class LockingModule {}
+      @Injectable({ scope })
+      class Orphan {
+        @Locked('job:<id>')
+        async run(id: string): Promise<string> {
+          return id;
+        }
       }
-    }
-    @Module({ providers: [Orphan] })
-    class OrphanModule {}
+      @Module({ providers: [Orphan] })
+      class OrphanModule {}
 
-    const moduleRef = await Test.createTestingModule({
-      imports: [LockingModule, OrphanModule],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
-    const error = await app.init().then(
-      () => undefined,
-      (reason: unknown) => reason,
-    );
-    await app.close();
-    expect(error).toBeInstanceOf(RedisLockConfigError);
-    expect((error as Error).message).toMatch(/Orphan.*import RedisLockModule/i);
-  });
+      const moduleRef = await Test.createTestingModule({
+        imports: [LockingModule, OrphanModule],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      const error = await app.init().then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
+      await app.close();
+      expect(error).toBeInstanceOf(RedisLockConfigError);
+      expect((error as Error).message).toMatch(
+        /^Orphan .*module OrphanModule .*import RedisLockModule/,
+      );
+    },
+  );
 
   it('two applications in one process each lock through their own module', async () => {
     const prefix = uniquePrefix('two-apps');
@@ -166,7 +205,7 @@ describe('@Locked locks through the LockService of its own module', () => {
 
 async function bootstrap(
   imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>,
-): Promise<INestApplicationContext> {
+): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({ imports }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   await app.init();
