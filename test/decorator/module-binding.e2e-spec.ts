@@ -169,7 +169,7 @@ describe('@Locked locks through the LockService of its own module', () => {
     }
   });
 
-  it('a second copy of the library finds the module of the first', async () => {
+  it('a second copy of the library finds the module of the first, on providers and routes', async () => {
     // Another copy of the package's modules (as an ESM and a CJS build would be), over the same
     // Nest: its classes, symbols and module-level state are all its own.
     const shared = ['@nestjs/common', '@nestjs/core', 'rxjs', 'ioredis'].map(
@@ -191,12 +191,23 @@ describe('@Locked locks through the LockService of its own module', () => {
         return this.locks.isLocked(`job:${id}`);
       }
     }
+    @Controller('copy')
+    class CopyController {
+      constructor(private readonly locks: LockService) {}
+      @Get(':id')
+      @copy.Locked('route:<id>')
+      async get(@Param('id') id: string): Promise<boolean> {
+        return this.locks.isLocked(`route:${id}`);
+      }
+    }
     const app = await bootstrap([
       RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix }),
-      { module: class CopyModule {}, providers: [CopyJobs] },
+      { module: class CopyModule {}, providers: [CopyJobs], controllers: [CopyController] },
     ]);
     try {
       await expect(app.get(CopyJobs, { strict: false }).run('1')).resolves.toBe(true);
+      const response = await request(app.getHttpServer()).get('/copy/1');
+      expect(response.text).toBe('true');
     } finally {
       await app.close();
     }
