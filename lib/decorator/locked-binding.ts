@@ -1,20 +1,44 @@
+import { Inject, Optional } from '@nestjs/common';
 import type { LockSource } from '../locking/lock-source';
 
 /**
- * Each instance with `@Locked` methods gets its app's LockService at bootstrap (by the explorer),
- * so two Nest apps in one process each lock through their own module.
+ * The token `RedisLockModule` provides its `LockService` under (an alias of it) for `@Locked`.
+ * From the global symbol registry: two copies of the package in one process (an ESM and a CJS
+ * build) agree on it, where they would not on the `LockService` class.
  */
-const LOCK_SERVICE = Symbol('nestjs-redis-lock:service');
+export const LOCK_SOURCE = Symbol.for('nestjs-redis-lock:lock-source');
 
-export function bindLockService(instance: object, locks: LockSource): void {
-  Object.defineProperty(instance, LOCK_SERVICE, {
-    value: locks,
-    configurable: true,
-    enumerable: false,
-  });
+/** The hidden property of an instance that Nest injects `LOCK_SOURCE` into. */
+const INJECTED = Symbol.for('nestjs-redis-lock:injected-lock-source');
+
+/** Where Nest keeps a class's property injections (`@nestjs/common` constants; no deep import). */
+const PROPERTY_DEPS_METADATA = 'self:properties_metadata';
+
+/**
+ * Asks Nest to inject, into every instance of the class it creates (any scope, a lazily loaded
+ * module, a testing module), the LockService its own module sees. Optional: an instance whose
+ * module sees none is refused at bootstrap, or at call time when Nest creates it later. Subclasses
+ * inherit the injection, so an override that calls `super` still locks.
+ */
+export function injectLockSource(prototype: object): void {
+  const declared = (Reflect.getMetadata(PROPERTY_DEPS_METADATA, prototype.constructor) ?? []) as {
+    key: string | symbol;
+  }[];
+  if (declared.some((dependency) => dependency.key === INJECTED)) return;
+  Inject(LOCK_SOURCE)(prototype, INJECTED);
+  Optional()(prototype, INJECTED);
 }
 
-export function boundLockService(instance: unknown): LockSource | undefined {
+/** The LockService an instance was given, if any. */
+export function injectedLockSource(instance: unknown): LockSource | undefined {
   if (instance === null || typeof instance !== 'object') return undefined;
-  return (instance as { [LOCK_SERVICE]?: LockSource })[LOCK_SERVICE];
+  return (instance as { [INJECTED]?: LockSource })[INJECTED];
+}
+
+/**
+ * Gives an instance Nest did not construct (a factory's or a value provider's) the LockService
+ * its module sees, which Nest injects into constructed instances only.
+ */
+export function bindLockSource(instance: object, locks: LockSource): void {
+  Object.defineProperty(instance, INJECTED, { value: locks, configurable: true, writable: true });
 }

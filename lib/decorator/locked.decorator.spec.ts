@@ -1,7 +1,13 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import 'reflect-metadata';
 import { Get, HttpCode, SetMetadata } from '@nestjs/common';
-import { HTTP_CODE_METADATA, INTERCEPTORS_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import {
+  HTTP_CODE_METADATA,
+  INTERCEPTORS_METADATA,
+  OPTIONAL_PROPERTY_DEPS_METADATA,
+  PATH_METADATA,
+  PROPERTY_DEPS_METADATA,
+} from '@nestjs/common/constants';
 import { Observable } from 'rxjs';
 import { LockKeyError } from '../errors/lock-key.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
@@ -9,6 +15,7 @@ import { RedisLockError } from '../errors/redis-lock.error';
 import { Locked, type LockedOptions } from './locked.decorator';
 import { LockedInterceptor } from './locked.interceptor';
 import { getLockedSpec } from './locked-spec';
+import { LOCK_SOURCE } from './locked-binding';
 
 describe('@Locked at decoration time', () => {
   describe('validates options when the decorator is created', () => {
@@ -158,6 +165,49 @@ describe('@Locked at decoration time', () => {
       Locked('feed:<id>')(Feeds.prototype, 'feed', descriptor);
       Object.defineProperty(Feeds.prototype, 'feed', descriptor);
       expect(() => new Feeds().feed('x')).toThrow(RedisLockError);
+    });
+  });
+
+  describe('asks Nest to inject the LockService', () => {
+    class Base {
+      @Locked('a:<id>')
+      async a(id: string): Promise<string> {
+        return id;
+      }
+
+      @Locked('b:<id>')
+      async b(id: string): Promise<string> {
+        return id;
+      }
+    }
+    class Derived extends Base {
+      override async a(id: string): Promise<string> {
+        return super.a(id);
+      }
+    }
+
+    it('once per class, optional, by the global token', () => {
+      const properties = Reflect.getMetadata(PROPERTY_DEPS_METADATA, Base) as unknown[];
+      expect(properties).toEqual([{ key: expect.any(Symbol), type: LOCK_SOURCE }]);
+      expect(LOCK_SOURCE).toBe(Symbol.for('nestjs-redis-lock:lock-source'));
+      const optional = Reflect.getMetadata(OPTIONAL_PROPERTY_DEPS_METADATA, Base) as unknown[];
+      expect(optional).toEqual([(properties[0] as { key: symbol }).key]);
+    });
+
+    it('which a subclass inherits, overriding a method without @Locked or not', () => {
+      expect(Reflect.getMetadata(PROPERTY_DEPS_METADATA, Derived)).toEqual(
+        Reflect.getMetadata(PROPERTY_DEPS_METADATA, Base),
+      );
+    });
+
+    it('refuses a static method at class definition', () => {
+      expect(() => {
+        class Statics {
+          @Locked('job')
+          static async run(): Promise<void> {}
+        }
+        return Statics;
+      }).toThrow(/@Locked\(\) cannot decorate the static method Statics\.run/);
     });
   });
 });

@@ -14,7 +14,7 @@ import {
 import { assertKnownOptions } from '../options/known-options';
 import type { LockedOptions } from '../options/lock-call-options';
 import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
-import { boundLockService } from './locked-binding';
+import { injectedLockSource, injectLockSource } from './locked-binding';
 import {
   createLockedSpec,
   keyFromArguments,
@@ -90,11 +90,12 @@ export function Locked(
     if (typeof descriptor?.value !== 'function') {
       throw new RedisLockConfigError(messages.notAMethod(where));
     }
+    // A static method runs on the class, which no module's injector ever sees.
+    if (typeof target === 'function') throw new RedisLockConfigError(messages.staticMethod(where));
     const original = descriptor.value as unknown as (...args: unknown[]) => unknown;
     const returnsObservable =
       Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
-    const owner = typeof target === 'function' ? target : target.constructor;
-    const site = { owner, method: propertyKey, where };
+    const site = { owner: target.constructor, method: propertyKey, where };
     const spec = createLockedSpec(key, options, original, site, returnsObservable);
     const binding = readResponseBinding(target, propertyKey);
     const wrapper = lockedMethod(original, spec);
@@ -110,6 +111,7 @@ export function Locked(
     // Mutate the descriptor (never return a new one), so decorators above see the wrapper.
     (descriptor as TypedPropertyDescriptor<unknown>).value = wrapper;
     UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor as PropertyDescriptor);
+    injectLockSource(target);
   };
 }
 
@@ -125,13 +127,12 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
     }
     // A GraphQL resolver no interceptor prepared (a field resolver): keyed as its handler kind.
     const resolver = resolverMethod(this, spec, wrapper);
+    const locks = injectedLockSource(this);
     if (resolver) {
-      const locks = boundLockService(this);
       return runResolverLocked(spec, this as object, resolver, locks, args, () =>
         original.apply(this, args),
       );
     }
-    const locks = boundLockService(this);
     if (spec.returnsObservable) {
       if (!locks) throw new RedisLockError(messages.notBound(spec.where));
       const key = keyFromArguments(spec, args);

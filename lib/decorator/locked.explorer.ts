@@ -3,12 +3,14 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import type { LockSource } from '../locking/lock-source';
 import { LockService } from '../service/lock.service';
 import { warnIfEventsDrop } from '../transports/messages/event-handlers';
 import { assertLockableResolver } from './graphql/locked-resolver';
-import { bindLockService } from './locked-binding';
+import { bindLockSource, injectedLockSource, LOCK_SOURCE } from './locked-binding';
 import { orderLockedInterceptorLast } from './locked-order';
-import { assertProviderPlaceholders, getLockedSpec } from './locked-spec';
+import { assertProviderPlaceholders, getLockedSpec, type LockedSpec } from './locked-spec';
+import { providerSeenBy } from './module-lock-source';
 import { assertRoutePlaceholders } from './route-key-plan';
 import { isResolverMethod } from './route-parameters';
 
@@ -18,10 +20,12 @@ const WS_MESSAGE_HANDLER = 'websockets:message_mapping';
 
 /**
  * At bootstrap (as @nestjs/schedule's explorer does), finds every provider and controller with
- * `@Locked` methods, binds this app's LockService to the instance, and validates key templates —
+ * `@Locked` methods whose module sees this module's LockService, and validates key templates —
  * against a provider method's parameters, or, for controller and gateway handlers, against the
  * parameters Nest fills and the route's path, fixing where each placeholder is read — so a typo
- * or an ambiguous name stops the app from starting.
+ * or an ambiguous name stops the app from starting. So does a class whose module sees no
+ * LockService. Nest itself gives each instance its LockService (property injection), in every
+ * scope; the explorer only binds the instances Nest does not construct (factories, values).
  */
 @Injectable()
 export class LockedExplorer implements OnModuleInit {
@@ -54,37 +58,60 @@ export class LockedExplorer implements OnModuleInit {
         ? Object.getPrototypeOf(instance)
         : wrapper.metatype?.prototype;
     if (!prototype) return;
+    const locked = this.scanner
+      .getAllMethodNames(prototype)
+      .map((name) => ({ method: prototype[name] as unknown, spec: getLockedSpec(prototype[name]) }))
+      .filter((found): found is { method: object; spec: LockedSpec } => found.spec !== undefined);
+    const [first] = locked;
+    if (!first) return;
+    // With several RedisLockModules (scoped ones), each explorer takes the classes that lock
+    // through its own service, so each is checked once, with its own module defaults.
+    const locks = this.lockSourceOf(wrapper, instance, first.spec);
+    if (locks !== this.locks) return;
+
     const gateway = wrapper.metatype ? Reflect.hasMetadata(WS_GATEWAY, wrapper.metatype) : false;
-    let bound = false;
-    for (const name of this.scanner.getAllMethodNames(prototype)) {
-      const spec = getLockedSpec(prototype[name]);
-      if (!spec) continue;
+    for (const { method, spec } of locked) {
       // A GraphQL resolver is keyed from what Nest binds to its parameters (`@Args`), like a route.
-      const resolver = isResolverMethod(prototype[name]);
-      if (resolver) assertLockableResolver(spec, wrapper, prototype[name]);
+      const resolver = isResolverMethod(method);
+      if (resolver) assertLockableResolver(spec, method);
       // A gateway's message handler is keyed from its message, like a route: not a provider method.
-      const wsHandler = gateway && Reflect.hasMetadata(WS_MESSAGE_HANDLER, prototype[name]);
+      const wsHandler = gateway && Reflect.hasMetadata(WS_MESSAGE_HANDLER, method);
       if (!isController && !wsHandler && !resolver) {
-        if (!wrapper.isDependencyTreeStatic())
-          throw new RedisLockConfigError(messages.requestScoped(spec.where));
         assertProviderPlaceholders(spec);
       }
       if (isController || gateway || resolver) {
         // Each placeholder's one source is decided now: a typo or an ambiguous name stops the start.
-        assertRoutePlaceholders(spec, wrapper.metatype ?? prototype.constructor, prototype[name]);
+        assertRoutePlaceholders(spec, wrapper.metatype ?? prototype.constructor, method);
       }
       if (isController) {
         warnIfEventsDrop(
-          prototype[name],
+          method,
           spec.where,
-          spec.options.wait ?? this.locks.options.wait,
-          spec.options.onBusy ?? this.locks.options.onBusy,
+          spec.options.wait ?? locks.options.wait,
+          spec.options.onBusy ?? locks.options.onBusy,
         );
       }
-      if (!bound && instance && typeof instance === 'object') {
-        bindLockService(instance, this.locks);
-        bound = true;
-      }
     }
+  }
+
+  /**
+   * The LockService `wrapper`'s instances lock through: the one Nest injected, else the one its
+   * module sees (bound now to an instance Nest did not construct). None is a configuration error.
+   */
+  private lockSourceOf(wrapper: InstanceWrapper, instance: unknown, spec: LockedSpec): LockSource {
+    const injected = injectedLockSource(instance);
+    if (injected) return injected;
+    const seen = wrapper.host && providerSeenBy(wrapper.host, LOCK_SOURCE);
+    const locks = seen?.instance as LockSource | undefined;
+    if (!locks) {
+      const owner = wrapper.metatype?.name ?? (spec.owner as { name?: string }).name ?? 'A class';
+      throw new RedisLockConfigError(messages.noLockService(owner, wrapper.host?.name ?? '?'));
+    }
+    // Instances of request-scoped and transient classes are created later, by Nest, injected.
+    const isStatic = wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
+    if (isStatic && instance && typeof instance === 'object') {
+      bindLockSource(instance, locks);
+    }
+    return locks;
   }
 }

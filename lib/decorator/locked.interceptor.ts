@@ -1,4 +1,5 @@
 import {
+  Inject,
   Injectable,
   Optional,
   StreamableFile,
@@ -46,6 +47,7 @@ import {
   type ResponseBinding,
 } from './locked-response';
 import { getLockedSpec, keyFromRoute, type LockedSpec } from './locked-spec';
+import { LOCK_SOURCE } from './locked-binding';
 
 /** What `@Sse()` stores on a handler (the key `@nestjs/common` uses; no deep import, for ESM builds). */
 const SSE_METADATA = '__sse__';
@@ -63,7 +65,8 @@ const SSE_METADATA = '__sse__';
 @Injectable()
 export class LockedInterceptor implements NestInterceptor {
   constructor(
-    @Optional() private readonly locks?: LockService,
+    // By the module's global alias, not the class: another copy of the package finds it too.
+    @Optional() @Inject(LOCK_SOURCE) private readonly locks?: LockService,
     @Optional() private readonly adapterHost?: HttpAdapterHost,
   ) {}
 

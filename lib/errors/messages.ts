@@ -191,12 +191,16 @@ export const messages = {
     'vote. Allow +info for the lock user, or keep a restarted node out for the longest ttl yourself.',
   notBound: (where: string) =>
     `@Locked() on ${where} ran, but no LockService is bound to this instance. Import ` +
-    'RedisLockModule.forRoot() in the application, and let Nest create the instance (a provider or ' +
-    'controller, not `new`).',
+    'RedisLockModule.forRoot() in the module that provides it (or make it global), and let Nest ' +
+    'create the instance (a provider or controller, not `new`).',
   notAMethod: (where: string) => `@Locked() can only decorate methods; ${where} is not a method.`,
-  requestScoped: (where: string) =>
-    `@Locked() on ${where}: the provider is request-scoped (or depends on one), so Nest creates it ` +
-    'per request after bootstrap and the lock cannot be bound. Move the locked method to a singleton provider.',
+  staticMethod: (where: string) =>
+    `@Locked() cannot decorate the static method ${where}: a static method belongs to no ` +
+    'instance Nest creates, so it has no LockService. Make it an instance method of a provider.',
+  noLockService: (owner: string, module: string) =>
+    `${owner} has @Locked() methods, but its module ${module} sees no LockService: import ` +
+    'RedisLockModule.forRoot() (or a module that exports it) in that module, or make it global ' +
+    '(`isGlobal: true`, the default).',
   eventNotHandled: (
     pattern: string,
     where: string,

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { LOCK_SOURCE } from '../decorator/locked-binding';
 import { LockedExplorer } from '../decorator/locked.explorer';
 import { LockedInterceptor } from '../decorator/locked.interceptor';
 import { LockService } from '../service/lock.service';
@@ -8,8 +9,10 @@ import { ConfigurableModuleClass, REDIS_LOCK_OPTIONS } from './redis-lock.module
 import { RedisLockStartupCheck } from './startup-check';
 
 /**
- * Provides `LockService`, binds every `@Locked` provider method at bootstrap, and provides the
- * interceptor `@Locked` routes use. Global by default (`isGlobal: false` to scope it).
+ * Provides `LockService`, also to the `@Locked` methods of every provider and controller of the
+ * modules that see it (Nest injects it into each instance, in any scope), checks `@Locked` keys at
+ * bootstrap, and provides the interceptor `@Locked` routes use. Global by default
+ * (`isGlobal: false` to scope it: then each module's `@Locked` uses the one that module imports).
  *
  * @example
  * ```ts
@@ -30,10 +33,13 @@ import { RedisLockStartupCheck } from './startup-check';
       useFactory: (options: RedisLockModuleOptions) => new LockService(options),
       inject: [REDIS_LOCK_OPTIONS],
     },
+    // What `@Locked` instances are injected with: an alias, so an overridden LockService (in
+    // tests) flows through it, under a global symbol that another copy of the package shares.
+    { provide: LOCK_SOURCE, useExisting: LockService },
     LockedExplorer,
     LockedInterceptor,
     RedisLockStartupCheck,
   ],
-  exports: [LockService, LockedInterceptor],
+  exports: [LockService, LOCK_SOURCE, LockedInterceptor],
 })
 export class RedisLockModule extends ConfigurableModuleClass {}

@@ -423,21 +423,33 @@ describe('a resolver placeholder that cannot be resolved stops the bootstrap', (
     expect((error as Error).message).toContain("id (@Args('userId'))");
   });
 
-  it('a locked field resolver on a request-scoped resolver', async () => {
+  it('but not for a field resolver of a request-scoped resolver, which runs under its lock', async () => {
     @Resolver(() => Account)
     @Injectable({ scope: Scope.REQUEST })
     class PerRequest {
+      @Query(() => Account)
+      async perRequestAccount(@Args('id', { type: () => ID }) id: string): Promise<Account> {
+        return { id };
+      }
+
       @ResolveField(() => Int)
       @Locked('balance:<account.id>')
       async balance(@Parent() account: Account): Promise<number> {
-        return account.id.length;
+        return (await heldLease(`balance:${account.id}`)) === null ? -1 : 100;
       }
     }
-    const error = await bootError(PerRequest);
-    expect(error).toBeInstanceOf(RedisLockConfigError);
-    expect((error as Error).message).toContain(
-      'PerRequest.balance: the provider is request-scoped',
-    );
+    expect(await bootError(PerRequest)).toBeUndefined();
+    const scoped = await createGraphQLApp({
+      lock: { redis: SHARED_REDIS_URL, prefix },
+      resolvers: [PerRequest],
+    });
+    try {
+      const answer = await gql(scoped, 'query { perRequestAccount(id: "r1") { id balance } }');
+      expect(answer.errors).toBeUndefined();
+      expect(answer.data).toEqual({ perRequestAccount: { id: 'r1', balance: 100 } });
+    } finally {
+      await scoped.close();
+    }
   });
 
   it('@Locked on a subscription', async () => {

@@ -1,9 +1,9 @@
 /**
  * Misuse of `@Locked` is a clear error, as early as possible: bad options and non-methods at class
- * definition, unknown placeholders and request-scoped providers at bootstrap (`app.init()`
- * rejects), and an instance Nest did not create (or an app without RedisLockModule) at call time.
+ * definition, unknown placeholders at bootstrap (`app.init()` rejects), and an instance Nest did
+ * not create (or an app without RedisLockModule) at call time.
  */
-import { Controller, Get, Injectable, Scope, type ModuleMetadata } from '@nestjs/common';
+import { Controller, Get, Injectable, type ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import request from 'supertest';
@@ -11,7 +11,6 @@ import {
   LockKeyError,
   LockService,
   Locked,
-  RedisLockConfigError,
   RedisLockError,
   RedisLockModule,
 } from 'nestjs-redis-lock';
@@ -53,23 +52,6 @@ class TypoService {
   @Locked('order:<userID>')
   async createOrder(userId: string): Promise<string> {
     return userId;
-  }
-}
-
-@Injectable({ scope: Scope.REQUEST })
-class RequestScopedService {
-  @Locked('order:<userId>')
-  async createOrder(userId: string): Promise<string> {
-    return userId;
-  }
-}
-
-@Injectable()
-class DependsOnRequestScoped {
-  constructor(private readonly scoped: RequestScopedService) {}
-  @Locked('order:<userId>')
-  async createOrder(userId: string): Promise<string> {
-    return this.scoped.createOrder(userId);
   }
 }
 
@@ -134,21 +116,6 @@ describe('misuse of @Locked is a clear error', () => {
       expect(error).toBeInstanceOf(LockKeyError);
       expect((error as Error).message).toContain('another decorator may wrap it');
       expect((error as Error).message).toContain('Put @Locked() closest to the method');
-    });
-
-    it('a request-scoped provider: RedisLockConfigError saying to move the method', async () => {
-      const error = await bootstrap({ providers: [RequestScopedService] });
-      expect(error).toBeInstanceOf(RedisLockConfigError);
-      expect((error as Error).message).toMatch(
-        /RequestScopedService\.createOrder: the provider is request-scoped/,
-      );
-    });
-
-    it('a provider that depends on a request-scoped one', async () => {
-      const error = await bootstrap({
-        providers: [RequestScopedService, DependsOnRequestScoped],
-      });
-      expect(error).toBeInstanceOf(RedisLockConfigError);
     });
 
     it('boots fine when everything is right', async () => {

@@ -1,4 +1,3 @@
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../../errors/messages';
 import { RedisLockConfigError } from '../../errors/redis-lock-config.error';
 import { RedisLockError } from '../../errors/redis-lock.error';
@@ -8,22 +7,15 @@ import { toLockGraphQLError } from '../../transports/graphql/lock-graphql-error'
 import { isLockFailure } from '../../transports/http/lock-http-exception';
 import { logLockFailure } from '../../transports/shared/lock-failure-answer';
 import { keyFromResolverCall, type LockedSpec } from '../locked-spec';
-import { isFieldResolver, isResolverMethod, isSubscription } from '../route-parameters';
+import { isResolverMethod, isSubscription } from '../route-parameters';
 
 /**
  * Checks, at bootstrap, what only a GraphQL resolver can get wrong: a subscription cannot be
- * locked (its work is the events, not the call), and a field resolver of a request-scoped
- * resolver would be called on an instance created after bootstrap, which has no LockService.
+ * locked (its work is the events, not the call).
  */
-export function assertLockableResolver(
-  spec: LockedSpec,
-  wrapper: InstanceWrapper,
-  handler: object,
-) {
+export function assertLockableResolver(spec: LockedSpec, handler: object) {
   if (isSubscription(handler))
     throw new RedisLockConfigError(messages.lockedSubscription(spec.where));
-  if (isFieldResolver(handler) && !wrapper.isDependencyTreeStatic())
-    throw new RedisLockConfigError(messages.requestScoped(spec.where));
 }
 
 /**
