@@ -20,7 +20,6 @@ describe('OrderService (unit, no Redis)', () => {
       imports: [RedisLockTestingModule.forRoot()],
       providers: [OrderService, { provide: PaymentGateway, useValue: payments }],
     }).compile();
-    await moduleRef.init();
   });
 
   afterEach(() => moduleRef.close());

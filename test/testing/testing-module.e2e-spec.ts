@@ -39,6 +39,21 @@ describe('RedisLockTestingModule', () => {
     jest.restoreAllMocks();
   });
 
+  it('binds @Locked in a compile()-only testing module (no init())', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLockTestingModule.forRoot()],
+      providers: [Payments, OrderService],
+    }).compile();
+    opened.push(moduleRef);
+    const holder = await moduleRef.get(LockService).acquire('order:1');
+    try {
+      await expect(moduleRef.get(OrderService).place('1')).rejects.toThrow(LockNotAcquiredError);
+    } finally {
+      await holder.release();
+    }
+    expect(await moduleRef.get(OrderService).place('1')).toEqual(['1', 'order:1']);
+  });
+
   async function testingModule(
     ...imports: Parameters<typeof Test.createTestingModule>[0]['imports'] & object
   ): Promise<TestingModule> {
