@@ -8,6 +8,7 @@
  */
 const layers = [
   ['index.ts'], // the public API, named one by one
+  ['health'], // the @nestjs/terminus indicator: its own entry point, never loaded by index.ts
   ['module'], // RedisLockModule: wires everything into Nest
   ['decorator'], // @Locked, its interceptor and explorer
   // How lock failures answer on each transport: the filter for all of them, then HTTP and

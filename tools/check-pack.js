@@ -16,7 +16,12 @@ const root = path.resolve(__dirname, '..');
 /** Files outside dist/ that the package must contain, and the only ones it may. */
 const TOP_LEVEL = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'];
 /** Entry points package.json names; without them the package cannot be imported. */
-const REQUIRED_IN_DIST = ['dist/index.js', 'dist/index.d.ts'];
+const REQUIRED_IN_DIST = [
+  'dist/index.js',
+  'dist/index.d.ts',
+  'dist/health/index.js',
+  'dist/health/index.d.ts',
+];
 /** Compiled output only: JavaScript, declarations and their source maps. */
 const DIST_FILE = /^dist\/.+\.(js|d\.ts|js\.map|d\.ts\.map)$/;
 /** Test code compiled by mistake (a spec or an e2e file). */
