@@ -34,8 +34,6 @@ export class Watchdog {
   private timerAt = Infinity;
   /** When the armed timer should fire: `timerAt`, or now when that had already passed. */
   private firesAt = Infinity;
-  /** Renewal batches sent and not yet answered. */
-  private inFlight = 0;
   private readonly record = new RenewalRecord();
 
   constructor(
@@ -67,7 +65,8 @@ export class Watchdog {
 
   /** How renewals have gone lately, for a health check. */
   status(): RenewalStatus {
-    const running = this.locks.size === 0 || this.timer !== undefined || this.inFlight > 0;
+    // While locks are watched a timer is always armed, if only for their deadlines.
+    const running = this.locks.size === 0 || this.timer !== undefined;
     const overdue = this.firesAt < Infinity ? monotonicNow() - this.firesAt : 0;
     return this.record.status(running, overdue);
   }
@@ -122,15 +121,12 @@ export class Watchdog {
     const sentAt = monotonicNow();
     // Each lock with the lease it had when this renewal was sent: its answer is judged by that one.
     const sent = batch.map((lock) => ({ lock, lease: lock.lease }));
-    this.inFlight += 1;
     const settled = this.renew(batch).then(
       (answers) => {
-        this.inFlight -= 1;
         this.record.succeeded(monotonicNow());
         sent.forEach(({ lock, lease }, i) => this.settle(lock, answers[i], sentAt, lease));
       },
       (error: unknown) => {
-        this.inFlight -= 1;
         this.record.failed(monotonicNow(), failureReason(error));
         if (refusedForLackOfReplicas(error)) {
           // The primary is cut off from its replicas, maybe while one is promoted elsewhere and
