@@ -52,6 +52,21 @@ describe('pingConnections', () => {
     expect(outcome.error).toMatch(/^10\.0\.0\.1:7001: /);
   });
 
+  it('a connection that never came up: its cause at once, without waiting', async () => {
+    let onError: (error: Error) => void = () => undefined;
+    const client = fakeClient(1, false, {
+      status: 'connecting',
+      on: (event: string, listener: (error: Error) => void) => {
+        if (event === 'error') onError = listener;
+      },
+    });
+    const connections = watch([client], 1);
+    onError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    const outcome = await pingConnections(connections, 60_000);
+    expect(outcome).toMatchObject({ reachable: false, answered: 0 });
+    expect(outcome.error).toMatch(/node-0: connection refused/);
+  });
+
   it('no connections (in-memory backend): reachable', async () => {
     const outcome = await pingConnections(watch([], 1), 20);
     expect(outcome).toMatchObject({ reachable: true, nodes: 0, answered: 0 });
