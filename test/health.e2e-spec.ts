@@ -91,7 +91,7 @@ it('is up while a lock is held and renewed, with latency, held count and lag', a
   expect(locks.redis).toEqual({ reachable: true, latencyMs: expect.any(Number) as number });
   expect(locks.redis.latencyMs).toBeLessThan(COMMAND_TIMEOUT);
   expect(locks.renewals).toMatchObject({ running: true, recentFailures: 0, failingInRow: 0 });
-  expect(locks.renewals.lagMs).toBeLessThan(100);
+  expect(locks.renewals.lagMs).toBeLessThan(250); // well under maxLag (TTL / 6 = 500 ms)
   expect(locks.reasons).toBeUndefined();
   // No lock key in what the endpoint shows.
   expect(JSON.stringify(locks)).not.toContain('order:1');
