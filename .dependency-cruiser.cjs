@@ -11,6 +11,7 @@ const layers = [
   // `nestjs-redis-lock/testing`: RedisLockTestingModule (RedisLockModule on the in-memory backend)
   // and its helpers, a second entry point. Nothing imports it: see no-testing-in-main-entry.
   ['testing'],
+  ['health'], // the @nestjs/terminus indicator: its own entry point, never loaded by index.ts
   ['module'], // RedisLockModule: wires everything into Nest
   ['decorator'], // @Locked, its interceptor and explorer
   // How lock failures answer on each transport: the filter for all of them, then HTTP, messages

@@ -109,6 +109,20 @@ function preflight() {
   for (const peer of ['@nestjs/common', '@nestjs/core', 'ioredis', 'rxjs', 'reflect-metadata']) {
     assert.equal(resolveFrom(peer, libDist), require.resolve(peer), `library resolves ${peer}`);
   }
+
+  // @nestjs/terminus is an optional peer, not installed here: the main entry loaded above without
+  // it; only the `nestjs-redis-lock/health` entry needs it, and says so when required.
+  assert.throws(() => require.resolve('@nestjs/terminus'), 'terminus is not installed');
+  assert.equal(
+    path.relative(libRoot, require.resolve('nestjs-redis-lock/health')),
+    path.join('dist', 'health', 'index.js'),
+    'health entry point',
+  );
+  assert.throws(
+    () => require('nestjs-redis-lock/health'),
+    (error) => error.code === 'MODULE_NOT_FOUND' && /@nestjs\/terminus/.test(error.message),
+    'the health entry needs @nestjs/terminus',
+  );
   return versions;
 }
 

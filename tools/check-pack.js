@@ -21,6 +21,8 @@ const REQUIRED_IN_DIST = [
   'dist/index.d.ts',
   'dist/testing/index.js',
   'dist/testing/index.d.ts',
+  'dist/health/index.js',
+  'dist/health/index.d.ts',
 ];
 /** Compiled output only: JavaScript, declarations and their source maps. */
 const DIST_FILE = /^dist\/.+\.(js|d\.ts|js\.map|d\.ts\.map)$/;

@@ -19,6 +19,7 @@ import type { LockHandle } from './lock-handle';
 import type { LockOperations } from './lock-operations';
 import { PlainAcquirer } from './plain-acquirer';
 import { ReleaseNotifier } from './release-notifier';
+import type { RenewalStatus } from './renewal-record';
 import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
 
@@ -157,6 +158,11 @@ export class LockEngine implements LockOperations<HeldLock> {
     this.held.delete(lock);
     this.watchdog.remove(lock);
     if (this.held.size === 0) this.whenIdle?.();
+  }
+
+  /** For a health check: how many locks are held, and how their renewals have gone. @internal */
+  health(): { held: number; renewals: RenewalStatus } {
+    return { held: this.held.size, renewals: this.watchdog.status() };
   }
 
   drift(ttl: number): number {

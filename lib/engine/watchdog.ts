@@ -1,9 +1,11 @@
 import type { Logger } from '@nestjs/common';
 import { messages } from '../errors/messages';
+import { RedisCommandError } from '../errors/redis-command.error';
 import { refusedForLackOfReplicas } from '../redis/reply-error';
 import { monotonicNow } from '../util/clock';
 import { neutralScope } from './neutral-scope';
 import type { HeldLock } from './held-lock';
+import { RenewalRecord, type RenewalStatus } from './renewal-record';
 
 /**
  * Renews a batch of locks; resolves one answer per lock: true when Redis confirmed we still own
@@ -30,6 +32,9 @@ export class Watchdog {
   private readonly locks = new Set<HeldLock>();
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
+  /** When the armed timer should fire: `timerAt`, or now when that had already passed. */
+  private firesAt = Infinity;
+  private readonly record = new RenewalRecord();
 
   constructor(
     private readonly renew: RenewFn,
@@ -58,6 +63,14 @@ export class Watchdog {
     this.locks.delete(lock);
   }
 
+  /** How renewals have gone lately, for a health check. */
+  status(): RenewalStatus {
+    // While locks are watched a timer is always armed, if only for their deadlines.
+    const running = this.locks.size === 0 || this.timer !== undefined;
+    const overdue = this.firesAt < Infinity ? monotonicNow() - this.firesAt : 0;
+    return this.record.status(running, overdue);
+  }
+
   stop(): void {
     this.locks.clear();
     this.disarm();
@@ -67,7 +80,9 @@ export class Watchdog {
     if (at >= this.timerAt) return;
     this.disarm();
     this.timerAt = at;
-    const delay = Math.max(0, at - monotonicNow());
+    const now = monotonicNow();
+    const delay = Math.max(0, at - now);
+    this.firesAt = now + delay;
     this.timer = neutralScope.runInAsyncScope(() => setTimeout(() => this.tick(), delay));
     // A held lock must not keep the process alive on its own; the work holding it does.
     this.timer.unref();
@@ -77,12 +92,15 @@ export class Watchdog {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Infinity;
+    this.firesAt = Infinity;
   }
 
   private tick(): void {
+    const now = monotonicNow();
+    this.record.ticked(now, now - this.firesAt);
     this.timer = undefined;
     this.timerAt = Infinity;
-    const now = monotonicNow();
+    this.firesAt = Infinity;
     const due = new Map<string | undefined, HeldLock[]>();
     for (const lock of this.locks) {
       if (lock.expireIfDue(now)) continue; // deadline or maxHold passed: lost (and untracked)
@@ -104,9 +122,12 @@ export class Watchdog {
     // Each lock with the lease it had when this renewal was sent: its answer is judged by that one.
     const sent = batch.map((lock) => ({ lock, lease: lock.lease }));
     const settled = this.renew(batch).then(
-      (answers) =>
-        sent.forEach(({ lock, lease }, i) => this.settle(lock, answers[i], sentAt, lease)),
+      (answers) => {
+        this.record.succeeded(monotonicNow());
+        sent.forEach(({ lock, lease }, i) => this.settle(lock, answers[i], sentAt, lease));
+      },
       (error: unknown) => {
+        this.record.failed(monotonicNow(), failureReason(error));
         if (refusedForLackOfReplicas(error)) {
           // The primary is cut off from its replicas, maybe while one is promoted elsewhere and
           // grants these keys again: give the locks up now rather than at their deadline.
@@ -157,4 +178,13 @@ export class Watchdog {
 function nextDue(lock: HeldLock): number {
   const renewal = lock.renews && !lock.leaseChange ? lock.nextRenewAt : Infinity;
   return Math.min(renewal, lock.validUntil, lock.holdUntil);
+}
+
+/**
+ * What a failed batch says, for a health check: the error's message, except a refusal's, which
+ * names the locks (health details are shown to whoever may read the health endpoint).
+ */
+function failureReason(error: unknown): string {
+  if (error instanceof RedisCommandError) return `Redis refused the renewal (${error.code})`;
+  return error instanceof Error ? error.message : String(error);
 }
