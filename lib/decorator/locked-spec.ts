@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { LockKeyError } from '../errors/lock-key.error';
-import { messages } from '../errors/messages';
+import { keyMessages } from '../errors/key-messages';
 import {
   parseKeyTemplate,
   readPath,
@@ -87,11 +87,11 @@ export function assertProviderPlaceholders(spec: LockedSpec): void {
     if (/^\d+$/.test(root)) continue;
     if (!spec.params || looksWrapped(spec.params)) {
       if (spec.params?.has(root)) continue;
-      throw new LockKeyError(messages.paramNamesUnreadable(spec.where));
+      throw new LockKeyError(keyMessages.paramNamesUnreadable(spec.where));
     }
     if (!spec.params.has(root)) {
       throw new LockKeyError(
-        messages.unknownPlaceholder(spec.template.source, placeholder.text, spec.where, [
+        keyMessages.unknownPlaceholder(spec.template.source, placeholder.text, spec.where, [
           ...spec.params.keys(),
         ]),
       );
@@ -165,7 +165,7 @@ export function keyFromResolverCall(
 function checkFactoryKey(spec: LockedSpec, key: unknown): string {
   if (typeof key !== 'string' || key.length === 0) {
     throw new LockKeyError(
-      messages.keyFunctionResult(
+      keyMessages.keyFunctionResult(
         spec.where,
         typeof key === 'string' ? 'an empty string' : String(key),
       ),

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { messages } from '../errors/messages';
+import { keyMessages } from '../errors/key-messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import {
   readPath,
@@ -122,7 +122,7 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
   const { source: template } = plan.spec.template!;
   if (targets.length > 1) {
     fail(
-      messages.ambiguousPlaceholder(
+      keyMessages.ambiguousPlaceholder(
         template,
         placeholder.text,
         plan.spec.where,
@@ -141,7 +141,9 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
       ? source === 'user'
       : parameter.source === source && !parameter.field;
     if (!same) {
-      fail(messages.sourceConflict(template, placeholder.text, plan.spec.where, describe(named)));
+      fail(
+        keyMessages.sourceConflict(template, placeholder.text, plan.spec.where, describe(named)),
+      );
     }
   }
   const [only] = targets;
@@ -153,7 +155,7 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
   // A resolver has no fallback to the operation's raw arguments: only bound parameters are read.
   if (plan.kind === 'graphql') {
     fail(
-      messages.unknownResolverPlaceholder(
+      keyMessages.unknownResolverPlaceholder(
         template,
         placeholder.text,
         plan.spec.where,
@@ -164,7 +166,7 @@ function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
   }
   const meant = suggestions(placeholder.path, plan.routeParams, plan.parameters);
   return fail(
-    messages.unknownRoutePlaceholder(
+    keyMessages.unknownRoutePlaceholder(
       template,
       placeholder.text,
       plan.spec.where,
@@ -218,7 +220,7 @@ function sourceReader(
   if (exact) return (args) => readPath(args[exact.index], more);
   if (source === 'params' && plan.routeParams && !plan.routeParams.has(field)) {
     throw new RedisLockConfigError(
-      messages.unknownRouteParam(plan.spec.template!.source, placeholder.text, plan.spec.where, [
+      keyMessages.unknownRouteParam(plan.spec.template!.source, placeholder.text, plan.spec.where, [
         ...plan.routeParams,
       ]),
     );

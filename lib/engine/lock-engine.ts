@@ -73,10 +73,9 @@ export class LockEngine implements LockOperations<HeldLock> {
     );
     this.notifier = new ReleaseNotifier(() => backend.createPubSub(), this.logger);
     this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);
-    const context = this.acquireContext();
     this.acquirer = this.fairBackend
-      ? new FairAcquirer(context, this.fairBackend)
-      : new PlainAcquirer(context, backend);
+      ? new FairAcquirer(this.acquireContext(), this.fairBackend)
+      : new PlainAcquirer(this.acquireContext(), backend);
   }
 
   keysOf(key: string): LockRedisKeys {
@@ -84,11 +83,8 @@ export class LockEngine implements LockOperations<HeldLock> {
   }
 
   /**
-   * Tries at once, then (if `wait` > 0) waits for a release message or the holder's lease end.
-   * Redis being out of reach (a failover, a restart) is retried with backoff while the budget
-   * lasts; if it still is when the budget runs out, that error is thrown rather than "busy".
-   * In fair mode the waiter queues in Redis under one token for the whole call, and a release
-   * hands the lock to it directly (a `grant` message) when it is first in line.
+   * Tries at once, then waits within `wait` (see waitForLock); in fair mode the call queues in
+   * Redis and a release hands the lock to the first in line.
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const call = this.acquirer.acquire(request);

@@ -1,6 +1,7 @@
 /**
- * Every user-facing message in one place (as @nestjs/schedule does), so wording stays consistent
- * and each one says what to do next.
+ * The catalogue of messages for developers and operators (errors and log lines), so wording stays
+ * consistent and each one says what to do next. Key-template messages are in key-messages.ts, and
+ * what callers of an app are told in public-messages.ts.
  */
 export const messages = {
   notAcquired: (key: string, waitedMs: number, retryAfterMs: number | undefined) =>
@@ -22,69 +23,9 @@ export const messages = {
     `Lock key template "${template}": placeholder <${placeholder}> resolved to ${what}. ` +
     'A lock key part must be a non-empty string, a finite number, a bigint or a boolean; ' +
     'validate the input, or use a key function for anything else.',
-  unknownPlaceholder: (template: string, placeholder: string, where: string, known: string[]) =>
-    `Lock key template "${template}" on ${where}: placeholder <${placeholder}> names no parameter` +
-    (known.length
-      ? ` (parameters: ${known.join(', ')})`
-      : ' (the method has no named parameters)') +
-    '. Fix the placeholder, or use an argument index like <0.id>.',
-  ambiguousPlaceholder: (template: string, placeholder: string, where: string, matches: string[]) =>
-    `Lock key template "${template}" on ${where}: <${placeholder}> matches ${matches.length} ` +
-    `parameters: ${matches.join(', ')}. A key part must come from one place: rename a parameter, ` +
-    'or name the source, e.g. <params.x> or <body.x>.',
-  unknownRoutePlaceholder: (
-    template: string,
-    placeholder: string,
-    where: string,
-    meant: string[],
-    parameters: string[],
-    namesHidden: boolean,
-  ) =>
-    `Lock key template "${template}" on ${where}: <${placeholder}> matches no parameter of the ` +
-    `handler (${parameters.length ? `parameters: ${parameters.join(', ')}` : 'it has no bound parameters'}). ` +
-    `A bare name must be a parameter's name or the name its decorator gives it (@Param('x') answers ` +
-    `to <x>); otherwise name the source. Did you mean ${meant.join(', ')}?` +
-    (namesHidden
-      ? ' The parameter names could not be read (another decorator may wrap the method): put ' +
-        '@Locked() closest to the method, or use the names the parameter decorators give.'
-      : ''),
-  unknownResolverPlaceholder: (
-    template: string,
-    placeholder: string,
-    where: string,
-    parameters: string[],
-    namesHidden: boolean,
-  ) =>
-    `Lock key template "${template}" on ${where}: <${placeholder}> matches no parameter of the ` +
-    `resolver (${parameters.length ? `parameters: ${parameters.join(', ')}` : 'it has no bound parameters'}). ` +
-    "A bare name must be a parameter's name or the name @Args gives it (@Args('uid') userId " +
-    'answers to <uid> and <userId>); reach inside with a dotted path (<input.userId>). Bind the ' +
-    'value with @Args(), @Parent() or @Context(), or use a key function.' +
-    (namesHidden
-      ? ' The parameter names could not be read (another decorator may wrap the method): put ' +
-        '@Locked() closest to the method, or use the names @Args gives.'
-      : ''),
-  lockedSubscription: (where: string) =>
-    `@Locked() on ${where}: a subscription returns an event stream, so a lock would cover only ` +
-    "the stream's creation, not the events. Lock the work that publishes the events instead.",
-  unknownRouteParam: (template: string, placeholder: string, where: string, params: string[]) =>
-    `Lock key template "${template}" on ${where}: <${placeholder}> names no param of the route ` +
-    `(route params: ${params.length ? params.join(', ') : 'none'}). Fix the name; for a param a ` +
-    "global prefix or a RouterModule path adds, bind it on the handler with @Param('name').",
-  sourceConflict: (template: string, placeholder: string, where: string, parameter: string) =>
-    `Lock key template "${template}" on ${where}: <${placeholder}> names a part of the request, ` +
-    `and also the parameter ${parameter}, which is bound to something else. Rename the parameter, ` +
-    'or key on it by the name its decorator gives it.',
   callerLeft: (where: string) =>
     `${where} was reached after its caller had left (a timeout answered while pipes ran), so it ` +
     'was not run and took no lock.',
-  badTemplate: (template: string, why: string) =>
-    `Lock key template "${template}" is invalid: ${why}.`,
-  paramNamesUnreadable: (where: string) =>
-    `Cannot read the parameter names of ${where}: another decorator may wrap it. ` +
-    'Put @Locked() closest to the method, or use argument indexes like <0.id>, or a key function.',
-  keyFunctionResult: (where: string, what: string) =>
-    `The key function of @Locked() on ${where} returned ${what}; it must return a non-empty string.`,
   badOption: (name: string, value: unknown, expected: string) =>
     `Lock option \`${name}\` is ${describe(value)}; expected ${expected}.`,
   unknownOption: (where: string, name: string, closest: string | undefined, valid: string[]) =>
@@ -256,20 +197,3 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   return typeof value;
 }
-
-/**
- * What callers are told about a lock failure by default (`errorDetails: 'safe'`): nothing about
- * the request, the key or Redis, and no advice meant for developers — that goes to the log.
- */
-export const publicMessages = {
-  busy: () => 'Another request is working on the same resource. Try again shortly.',
-  badRequest: () => 'The request is missing a value this operation needs, or a value is invalid.',
-  unavailable: () => 'The service is temporarily unavailable. Try again later.',
-  outcomeUnknown: () =>
-    'The request was processed, but its outcome could not be confirmed. Check the result before ' +
-    'repeating it.',
-};
-
-/** The log line that keeps what a lock failure's answer leaves out. */
-export const failureAnswered = (where: string, answer: string, error: Error): string =>
-  `${where} answered ${answer}: ${error.name}: ${error.message}`;

@@ -1,5 +1,6 @@
 import { LockKeyError } from '../errors/lock-key.error';
 import { messages } from '../errors/messages';
+import { keyMessages } from '../errors/key-messages';
 
 /** One `<a.b.c>` placeholder: the path to follow from its root. */
 export interface Placeholder {
@@ -25,7 +26,7 @@ const PATH_SEGMENT = /^[A-Za-z_$][\w$-]*$|^\d+$/;
  */
 export function parseKeyTemplate(source: string): KeyTemplate {
   if (typeof source !== 'string' || source.length === 0) {
-    throw new LockKeyError(messages.badTemplate(String(source), 'it is empty'));
+    throw new LockKeyError(keyMessages.badTemplate(String(source), 'it is empty'));
   }
   const parts: (string | Placeholder)[] = [];
   const pattern = /<([^<>]*)>/g;
@@ -36,7 +37,7 @@ export function parseKeyTemplate(source: string): KeyTemplate {
     if (literal) parts.push(literal);
     else if (parts.length > 0) {
       throw new LockKeyError(
-        messages.badTemplate(
+        keyMessages.badTemplate(
           source,
           'two placeholders touch; put a separator such as ":" between them',
         ),
@@ -49,7 +50,7 @@ export function parseKeyTemplate(source: string): KeyTemplate {
     const path = text.split('.') as [string, ...string[]];
     if (!text || !path.every((segment) => PATH_SEGMENT.test(segment))) {
       throw new LockKeyError(
-        messages.badTemplate(source, `<${inside}> is not a name or dotted path`),
+        keyMessages.badTemplate(source, `<${inside}> is not a name or dotted path`),
       );
     }
     parts.push({ text, path, escape: '' });
@@ -68,7 +69,7 @@ export function parseKeyTemplate(source: string): KeyTemplate {
     if (typeof next !== 'string' || index + 2 >= parts.length) return part;
     if (next.startsWith('%')) {
       throw new LockKeyError(
-        messages.badTemplate(
+        keyMessages.badTemplate(
           source,
           'the text between two placeholders starts with "%", which starts every escape; ' +
             'put another separator such as ":" first',
@@ -87,7 +88,7 @@ export function parseKeyTemplate(source: string): KeyTemplate {
 
 function assertLiteral(source: string, literal: string): void {
   if (/[<>]/.test(literal)) {
-    throw new LockKeyError(messages.badTemplate(source, 'it has an unbalanced "<" or ">"'));
+    throw new LockKeyError(keyMessages.badTemplate(source, 'it has an unbalanced "<" or ">"'));
   }
 }
 

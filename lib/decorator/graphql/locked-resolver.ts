@@ -1,4 +1,5 @@
 import { messages } from '../../errors/messages';
+import { keyMessages } from '../../errors/key-messages';
 import { RedisLockConfigError } from '../../errors/redis-lock-config.error';
 import { RedisLockError } from '../../errors/redis-lock.error';
 import type { LockSource } from '../../locking/lock-source';
@@ -15,7 +16,7 @@ import { isResolverMethod, isSubscription } from '../route-parameters';
  */
 export function assertLockableResolver(spec: LockedSpec, handler: object) {
   if (isSubscription(handler))
-    throw new RedisLockConfigError(messages.lockedSubscription(spec.where));
+    throw new RedisLockConfigError(keyMessages.lockedSubscription(spec.where));
 }
 
 /**

@@ -3,7 +3,7 @@ import { LockKeyError } from '../../errors/lock-key.error';
 import { LockLostError } from '../../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
 import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
-import { failureAnswered, publicMessages } from '../../errors/messages';
+import { failureAnswered, publicMessages } from '../../errors/public-messages';
 import type { LockFailure } from '../../options/redis-lock-options';
 
 const logger = new Logger('RedisLock');
