@@ -171,7 +171,11 @@ function createInstruments(
   };
 }
 
-/** The `error.type` attribute: the error's class name, as OpenTelemetry's conventions name it. */
+/**
+ * The `error.type` attribute: the error's class name, as OpenTelemetry's conventions name it.
+ * Read from `name`, not by `instanceof Error`: an abort's DOMException may come from another realm.
+ */
 export function errorType(error: unknown): string {
-  return error instanceof Error ? error.name : '_OTHER';
+  const name = (error as { name?: unknown } | null | undefined)?.name;
+  return typeof name === 'string' && name.length > 0 ? name : '_OTHER';
 }
