@@ -125,11 +125,8 @@ export class LockEngine implements LockOperations<HeldLock> {
    * however many commands.
    */
   renewLeases(locks: readonly HeldLock[]): Promise<(boolean | undefined)[]> {
-    const renewal = this.bounded(
-      this.backend.renewMany(locks),
-      'renewal',
-      messages.lockNames(locks),
-    );
+    const names = messages.lockNames(locks);
+    const renewal = this.bounded(this.backend.renewMany(locks), 'renewal', names);
     renewal.catch((error: unknown) => this.lifecycle.renewalFailed(locks, error));
     return renewal;
   }
@@ -248,10 +245,8 @@ export class LockEngine implements LockOperations<HeldLock> {
   private track(lock: HeldLock, request: AcquireRequest): HeldLock {
     lock.renews = request.renew;
     lock.holdFor(request.maxHold);
-    if (!this.held.has(lock)) {
-      this.held.add(lock);
-      this.lifecycle.held(1);
-    }
+    if (!this.held.has(lock)) this.lifecycle.held(1);
+    this.held.add(lock);
     this.watchdog.add(lock);
     return lock;
   }
