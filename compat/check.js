@@ -99,6 +99,12 @@ function preflight() {
   for (const peer of ['@nestjs/common', '@nestjs/core', 'ioredis', 'rxjs', 'reflect-metadata']) {
     assert.equal(resolveFrom(peer, libDist), require.resolve(peer), `library resolves ${peer}`);
   }
+  // The optional peer is not installed: the library must load and lock without it (case 1).
+  assert.throws(
+    () => resolveFrom('@opentelemetry/api', libDist),
+    /Cannot find module/,
+    '@opentelemetry/api is absent here',
+  );
   return versions;
 }
 
@@ -131,6 +137,8 @@ function param(index, decorator) {
 
 async function lockServiceAcquireRelease() {
   const locks = new LockService({ redis: REDIS_URL, prefix: PREFIX });
+  const events = [];
+  for (const name of ['acquired', 'busy', 'released']) locks.on(name, () => events.push(name));
   try {
     const key = 'acquire-release';
     const lock = await locks.acquire(key, { ttl: 5_000 });
@@ -146,6 +154,11 @@ async function lockServiceAcquireRelease() {
     assert.ok(next, 'free again after release');
     assert.ok(next.fence > lock.fence, 'fence increases');
     assert.equal(await next.release(), true);
+    assert.deepEqual(
+      events,
+      ['acquired', 'busy', 'busy', 'released', 'acquired', 'released'],
+      'lifecycle events without @opentelemetry/api',
+    );
   } finally {
     await locks.close();
   }

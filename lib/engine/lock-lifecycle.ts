@@ -3,7 +3,7 @@ import type { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { LockMode } from '../telemetry/lock-mode';
-import type { AcquireSpan, HoldSpan } from '../telemetry/lock-spans';
+import type { AcquireSpan, HoldSpan } from '../telemetry/span-handles';
 import { createTelemetry, type LockTelemetry } from '../telemetry/lock-telemetry';
 import { monotonicNow } from '../util/clock';
 import type { AcquireOutcome } from './acquire-request';

@@ -4,24 +4,7 @@ import { keyAttributes } from './key-attributes';
 import { errorType, SCOPE_NAME } from './lock-metrics';
 import type { LockMode } from './lock-mode';
 import type { OtelApiModule } from './otel-api';
-
-/** A span around some work: the work runs with it as the active span. */
-export interface SpanScope {
-  run<T>(fn: () => T): T;
-}
-
-/** The `lock.acquire` span of one acquire call. */
-export interface AcquireSpan extends SpanScope {
-  acquired(fence: number): void;
-  busy(retryAfterMs: number): void;
-  failed(error: unknown): void;
-}
-
-/** The `lock.hold` span around the work of a locked section (`withLock`, `@Locked`). */
-export interface HoldSpan extends SpanScope {
-  /** Ends it: `thrown` is what the work threw, if it did; `lost` the reason, if the lock was lost. */
-  end(thrown: { error: unknown } | undefined, lost: string | undefined): void;
-}
+import type { AcquireSpan, HoldSpan } from './span-handles';
 
 /**
  * The spans of one LockService. A span is started only when a tracer provider is registered:
