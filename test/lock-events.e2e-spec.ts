@@ -149,9 +149,13 @@ describe('lifecycle events', () => {
 
 describe('without @opentelemetry/api installed', () => {
   it('loads and locks, events included', async () => {
-    const env = { REDIS_URL: SHARED_REDIS_URL, PREFIX: `${prefix}no-otel:` };
-    const hidden = spawnWorker('test/fixtures/no-otel-worker.ts', { ...env, HIDE_OTEL_API: '1' });
-    const control = spawnWorker('test/fixtures/no-otel-worker.ts', env);
+    // Each worker on its own prefix: they run at once, and both lock 'job'.
+    const env = (name: string) => ({ REDIS_URL: SHARED_REDIS_URL, PREFIX: `${prefix}${name}:` });
+    const hidden = spawnWorker('test/fixtures/no-otel-worker.ts', {
+      ...env('hidden'),
+      HIDE_OTEL_API: '1',
+    });
+    const control = spawnWorker('test/fixtures/no-otel-worker.ts', env('control'));
     const seen = {
       busy: null,
       released: true,
