@@ -22,6 +22,7 @@ const layers = [
   ['service'], // LockService
   ['locking'], // holds, re-entrancy, runLocked
   ['engine'], // leases, watchdog, waits: the lock lifecycle over a backend
+  ['telemetry'], // OpenTelemetry metrics and spans, when @opentelemetry/api is installed
   ['backends'], // one Redis, or Redlock over several
   ['options'], // the option types and their validation
   ['lua'], // the Lua scripts

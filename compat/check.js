@@ -123,6 +123,13 @@ function preflight() {
     (error) => error.code === 'MODULE_NOT_FOUND' && /@nestjs\/terminus/.test(error.message),
     'the health entry needs @nestjs/terminus',
   );
+
+  // @opentelemetry/api is an optional peer, not installed: the library must load and lock without it.
+  assert.throws(
+    () => resolveFrom('@opentelemetry/api', libDist),
+    /Cannot find module/,
+    '@opentelemetry/api is absent here',
+  );
   return versions;
 }
 
@@ -155,6 +162,8 @@ function param(index, decorator) {
 
 async function lockServiceAcquireRelease() {
   const locks = new LockService({ redis: REDIS_URL, prefix: PREFIX });
+  const events = [];
+  for (const name of ['acquired', 'busy', 'released']) locks.on(name, () => events.push(name));
   try {
     const key = 'acquire-release';
     const lock = await locks.acquire(key, { ttl: 5_000 });
@@ -170,6 +179,11 @@ async function lockServiceAcquireRelease() {
     assert.ok(next, 'free again after release');
     assert.ok(next.fence > lock.fence, 'fence increases');
     assert.equal(await next.release(), true);
+    assert.deepEqual(
+      events,
+      ['acquired', 'busy', 'busy', 'released', 'acquired', 'released'],
+      'lifecycle events without @opentelemetry/api',
+    );
   } finally {
     await locks.close();
   }

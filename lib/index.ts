@@ -17,6 +17,17 @@ export type {
 export { LockService, type LockLostListener } from './service/lock.service';
 export type { AcquireOptions, LockedOptions, WithLockOptions } from './options/lock-call-options';
 export type { LockHandle } from './engine/lock-handle';
+export type {
+  LockAcquiredEvent,
+  LockBusyEvent,
+  LockEventListener,
+  LockEventName,
+  LockEvents,
+  LockReleasedEvent,
+  LockRenewalFailedEvent,
+} from './engine/lock-events';
+export type { LockMode } from './telemetry/lock-mode';
+export type { TelemetryKeys, TelemetryOptions } from './options/telemetry-options';
 export {
   Locked,
   type LockableMethod,

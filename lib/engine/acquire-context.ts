@@ -22,4 +22,6 @@ export interface AcquireContext {
   cleanUp(command: Promise<unknown>, what?: string): void;
   /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
   track(lock: HeldLock, request: AcquireRequest): HeldLock;
+  /** A call started (+1) or stopped (-1) waiting for a busy lock: the `lock.waiting` metric. */
+  waiting(delta: 1 | -1): void;
 }

@@ -74,13 +74,20 @@ export async function waitForLock(
   if (typeof first !== 'number') return { lock: first };
   if (request.wait <= 0) return { retryAfterMs: first, waited: 0 };
 
-  // Subscribe before the next try, so a release between our try and our sleep is never missed.
-  const waiter: Waiter = await notifier.register(
-    keys.channel,
-    Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow())),
-    signal,
-    tries.token,
-  );
+  context.waiting(1);
+  let waiter: Waiter;
+  try {
+    // Subscribe before the next try, so a release between our try and our sleep is never missed.
+    waiter = await notifier.register(
+      keys.channel,
+      Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow())),
+      signal,
+      tries.token,
+    );
+  } catch (error) {
+    context.waiting(-1);
+    throw error;
+  }
   const { handOff } = tries;
   try {
     let retryAfterMs = first;
@@ -117,6 +124,7 @@ export async function waitForLock(
     throw error;
   } finally {
     notifier.unregister(waiter);
+    context.waiting(-1);
   }
 }
 

@@ -45,6 +45,7 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
       untrack: (lock) => watchdog.remove(lock),
       drift: () => 0,
       reportLost: (_lock, error) => void lost.push(error),
+      reportReleased: () => undefined,
       rescheduled: (lock) => watchdog.reschedule(lock),
     };
   });
@@ -261,6 +262,7 @@ describe('HeldLock on the in-memory backend (fake timers)', () => {
       untrack: (lock) => watchdog.remove(lock),
       drift: () => 10,
       reportLost: (_lock, error) => void lost.push(error),
+      reportReleased: () => undefined,
       rescheduled: (lock) => watchdog.reschedule(lock),
     };
   });

@@ -47,7 +47,8 @@ export class HeldLock implements LockHandle {
   readonly redisKeys: LockRedisKeys;
   readonly token: string;
   readonly fence: number;
-  private readonly startedAt: number;
+  /** Monotonic time at which the granting command was sent: holds are timed from it. */
+  readonly startedAt: number;
   readonly owner: object;
 
   constructor(options: HeldLockOptions<HeldLock>) {
@@ -245,6 +246,7 @@ export class HeldLock implements LockHandle {
       this.lose(lapsed ?? 'deadline');
       return false;
     }
+    this.operations.reportReleased(this);
     return true;
   }
 }

@@ -11,11 +11,11 @@ import type { AcquireContext } from './acquire-context';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
 import { BackgroundCleanups } from './background-cleanups';
 import { boundedCommand } from './command-errors';
-import { emitLost } from './emit-lost';
 import { fairBackendOf, noConnections, type EngineBackend } from './engine-backend';
 import { FairAcquirer } from './fair-acquirer';
 import type { HeldLock } from './held-lock';
 import type { LockHandle } from './lock-handle';
+import { LockLifecycle } from './lock-lifecycle';
 import type { LockOperations } from './lock-operations';
 import { PlainAcquirer } from './plain-acquirer';
 import { ReleaseNotifier } from './release-notifier';
@@ -32,6 +32,8 @@ export type { EngineBackend } from './engine-backend';
  */
 export class LockEngine implements LockOperations<HeldLock> {
   readonly events = new EventEmitter();
+  /** Where acquires, releases, losses and renewal failures are reported: events and telemetry. */
+  readonly lifecycle: LockLifecycle;
   /** The connections' health: lock calls fail at once, with the cause, while they cannot work. */
   readonly connections: ConnectionWatch;
   private readonly backend: LockBackend;
@@ -64,6 +66,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   ) {
     this.backend = backend;
     this.connections = connections;
+    this.lifecycle = new LockLifecycle(this.events, this.logger, options);
     if (options.fair) this.fairBackend = fairBackendOf(backend);
     const { shardOf } = backend;
     this.watchdog = new Watchdog(
@@ -87,7 +90,7 @@ export class LockEngine implements LockOperations<HeldLock> {
    * Redis and a release hands the lock to the first in line.
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    const call = this.acquirer.acquire(request);
+    const call = this.lifecycle.acquire(request.key, () => this.acquirer.acquire(request));
     this.calls.add(call);
     const forget = (): void => void this.calls.delete(call);
     call.then(forget, forget);
@@ -119,7 +122,10 @@ export class LockEngine implements LockOperations<HeldLock> {
    * however many commands.
    */
   renewLeases(locks: readonly HeldLock[]): Promise<(boolean | undefined)[]> {
-    return this.bounded(this.backend.renewMany(locks), 'renewal', messages.lockNames(locks));
+    const names = messages.lockNames(locks);
+    const renewal = this.bounded(this.backend.renewMany(locks), 'renewal', names);
+    renewal.catch((error: unknown) => this.lifecycle.renewalFailed(locks, error));
+    return renewal;
   }
 
   /**
@@ -151,7 +157,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   }
 
   untrack(lock: HeldLock): void {
-    this.held.delete(lock);
+    if (this.held.delete(lock)) this.lifecycle.held(-1);
     this.watchdog.remove(lock);
     if (this.held.size === 0) this.whenIdle?.();
   }
@@ -168,7 +174,11 @@ export class LockEngine implements LockOperations<HeldLock> {
   reportLost(lock: HeldLock, error: LockLostError, handle: LockHandle = lock): void {
     if (lock.unseen) return; // nobody was given it: the acquire call deals with the loss
     this.logger.warn(error.message);
-    emitLost(this.events, this.logger, error, handle);
+    this.lifecycle.lost(lock, error, handle);
+  }
+
+  reportReleased(lock: HeldLock): void {
+    this.lifecycle.released(lock);
   }
 
   rescheduled(lock: HeldLock): void {
@@ -229,6 +239,7 @@ export class LockEngine implements LockOperations<HeldLock> {
       bounded: (command, operation, subject) => this.bounded(command, operation, subject),
       cleanUp: (command, what) => this.cleanups.run(command, what),
       track: (lock, request) => this.track(lock, request),
+      waiting: (delta) => this.lifecycle.waiting(delta),
     };
   }
 
@@ -236,6 +247,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   private track(lock: HeldLock, request: AcquireRequest): HeldLock {
     lock.renews = request.renew;
     lock.holdFor(request.maxHold);
+    if (!this.held.has(lock)) this.lifecycle.held(1);
     this.held.add(lock);
     this.watchdog.add(lock);
     return lock;

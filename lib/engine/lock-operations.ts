@@ -20,6 +20,8 @@ export interface LockOperations<Lock> {
    * its own `maxHold` (`handle`, the one its work was given, then goes to the listeners).
    */
   reportLost(lock: Lock, error: LockLostError, handle?: LockHandle): void;
+  /** Reports a release of a lock that was still ours (event + telemetry). */
+  reportReleased(lock: Lock): void;
   /** The lease or its deadline changed (`extend`): the watchdog must look at it again. */
   rescheduled(lock: Lock): void;
 }

@@ -32,6 +32,7 @@ describe('Watchdog.status() (fake timers)', () => {
       untrack: (lock) => watchdog.remove(lock),
       drift: () => 0,
       reportLost: () => undefined,
+      reportReleased: () => undefined,
       rescheduled: (lock) => watchdog.reschedule(lock),
     };
   });

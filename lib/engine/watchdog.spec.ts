@@ -36,6 +36,7 @@ describe('Watchdog (in-memory backend, fake timers)', () => {
       untrack: (lock) => watchdog.remove(lock),
       drift: () => 0,
       reportLost: (_lock, error) => void lost.push(error),
+      reportReleased: () => undefined,
       rescheduled: (lock) => watchdog.reschedule(lock),
     };
   });

@@ -96,7 +96,7 @@ export const messages = {
   subscribeFailed: (channel: string, reason: string) =>
     `Could not subscribe to ${channel}: ${reason}`,
   subscriberFailed: (reason: string) => `Release subscriber: ${reason}`,
-  lostListenerFailed: (reason: string) => `A 'lost' listener failed: ${reason}`,
+  listenerFailed: (event: string, reason: string) => `A '${event}' listener failed: ${reason}`,
   clusterPubSubNoAnswer: () => 'No Redis Cluster node answered COMMAND INFO SPUBLISH',
   noAnswerWithin: (ms: number) => `No answer within ${ms} ms`,
   releaseUnknown: (key: string) =>

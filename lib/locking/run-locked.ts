@@ -33,20 +33,26 @@ export async function runLocked<T>(
   // Joined synchronously, at call time: a caller that does not await this call cannot end the
   // last hold (and release) before this one counts.
   let hold = joinHeld(locks, key, options, parent);
+  const reentrant = hold !== undefined;
   if (!hold) {
     const lock = await acquireOrSkip(locks, key, options);
     if (!lock) return undefined as T;
     hold = Hold.of(lock);
   }
   const own = hold;
+  // The `lock.hold` span (with a tracer provider registered): the work's own spans go under it.
+  const span = locks.engine.lifecycle?.holdSpan(own.lock, reentrant);
+  const work = (): T | Promise<T> => lockContext.run(frameWith(parent, own), () => fn(own.handle));
   let result: T;
   try {
-    result = await lockContext.run(frameWith(parent, own), () => fn(own.handle));
+    result = await (span ? span.run(work) : work());
   } catch (error) {
-    await own.end();
+    const lost = await own.end();
+    span?.end({ error }, lost?.reason);
     throw error;
   }
   const lost = await own.end();
+  span?.end(undefined, lost?.reason);
   if (lost && (options.onLost ?? locks.options.onLost) === 'throw') throw lost;
   return result;
 }

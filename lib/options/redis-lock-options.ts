@@ -7,6 +7,7 @@ import type { RedisCommandError } from '../errors/redis-command.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { ClusterNode, ClusterOptions } from 'ioredis';
 import type { RedisConnectionOption } from '../redis/redis-client';
+import type { TelemetryOptions } from './telemetry-options';
 
 /** `WAIT`-based replica acknowledgement of a grant. */
 export interface ReplicaAckOptions {
@@ -229,6 +230,13 @@ export interface RedisLockModuleOptions {
    * @default 'safe'
    */
   errorDetails?: LockErrorDetails;
+  /**
+   * OpenTelemetry metrics and spans, through `@opentelemetry/api` when it is installed and an SDK
+   * is registered (otherwise nothing is recorded). Lock keys stay out of spans unless `keys`
+   * says otherwise. docs/observability.md lists the metrics and spans.
+   * @default { keys: 'none' }
+   */
+  telemetry?: TelemetryOptions;
 }
 
 /** How much a lock failure's answer tells the caller: see `errorDetails`. */

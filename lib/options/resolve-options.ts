@@ -3,6 +3,7 @@ import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { assertRedisUrl } from '../redis/redis-client';
 import { assertKnownOptions, type OptionNames } from './known-options';
+import { resolveTelemetry } from './telemetry-options';
 import type {
   ClusterConnectionOptions,
   RedisLockModuleOptions,
@@ -30,6 +31,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   fair: false,
   fenceRetention: 60_000,
   errorDetails: 'safe',
+  telemetry: { keys: 'none' },
 };
 
 /** Every option name, in the order the "valid options" hint lists them. */
@@ -55,6 +57,7 @@ const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   busyStatus: true,
   exceptionFactory: true,
   errorDetails: true,
+  telemetry: true,
 };
 const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = { nodes: true, options: true };
 const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
@@ -144,6 +147,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
       messages.badOption('exceptionFactory', resolved.exceptionFactory, 'a function'),
     );
   }
+  resolved.telemetry = resolveTelemetry(resolved.telemetry);
   return resolved;
 }
 

@@ -5,7 +5,7 @@ import {
 } from '@nestjs/common';
 import type { LockHandle } from '../engine/lock-handle';
 import { LockEngine, type EngineBackend } from '../engine/lock-engine';
-import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockEventListener, LockEventName } from '../engine/lock-events';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { assertLockKey } from '../keys/lock-keys';
 import type { LockSource } from '../locking/lock-source';
@@ -26,7 +26,7 @@ import {
  * Listener of the `'lost'` event. What it returns is ignored, except that it may be async: a
  * rejection of the promise it returns is logged like a throw, never left unhandled.
  */
-export type LockLostListener = (error: LockLostError, lock: LockHandle) => unknown;
+export type LockLostListener = LockEventListener<'lost'>;
 
 /** The backend the LockService under construction runs on, set by `lockServiceOn()` only. */
 let givenBackend: EngineBackend | undefined;
@@ -140,17 +140,28 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * Subscribes to lock losses (renewal found the lock gone or foreign, or Redis out of reach), and
-   * to a re-entrant hold reaching its own `maxHold` (then `lock` is that hold's handle).
-   * A listener that throws, or an async one that rejects, is logged and never becomes an
-   * unhandled rejection; the other listeners still run.
+   * Subscribes to lock lifecycle events, each with a typed payload (`LockEvents`):
+   * `'acquired'` (key, fence, `waitedMs`, mode), `'busy'` (key, `waitedMs`, `retryAfterMs`),
+   * `'released'` (key, fence, `heldMs`), `'renewal-failed'` (keys, error), and `'lost'`: a lock
+   * lost (renewal found it gone or foreign, Redis out of reach past its deadline, `maxHold`,
+   * shutdown), or a re-entrant hold reaching its own `maxHold` (then `lock` is that hold's
+   * handle). A payload is built only when its event has listeners. A listener that throws, or an
+   * async one that rejects, is logged and never becomes an unhandled rejection or fails a lock
+   * call; the other listeners still run.
+   *
+   * @example
+   * ```ts
+   * locks.on('acquired', ({ key, waitedMs }) => waits.observe(waitedMs));
+   * locks.on('lost', (error, lock) => logger.error(`${lock.key}: ${error.reason}`));
+   * ```
    */
-  on(event: 'lost', listener: LockLostListener): this {
+  on<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
     this.engine.events.on(event, listener);
     return this;
   }
 
-  off(event: 'lost', listener: LockLostListener): this {
+  /** Removes a listener `on()` added. */
+  off<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
     this.engine.events.off(event, listener);
     return this;
   }

@@ -1,0 +1,33 @@
+import type { TelemetryKeys } from '../options/telemetry-options';
+import { LockMetrics } from './lock-metrics';
+import { LockSpans } from './lock-spans';
+import type { LockMode } from './lock-mode';
+import { otelApi } from './otel-api';
+
+/** The OpenTelemetry instrumentation of one LockService, or nothing of it without the API. */
+export interface LockTelemetry {
+  readonly metrics?: LockMetrics;
+  readonly spans?: LockSpans;
+}
+
+/** Metrics and spans through `@opentelemetry/api` when it is installed; none otherwise. */
+export function createTelemetry(mode: LockMode, keys: TelemetryKeys): LockTelemetry {
+  const api = otelApi();
+  if (!api) return {};
+  const version = libraryVersion();
+  return {
+    metrics: new LockMetrics(api, version, mode),
+    spans: new LockSpans(api, version, mode, keys),
+  };
+}
+
+/** This library's version, the instrumentation scope's version. */
+function libraryVersion(): string {
+  try {
+    // Two levels up from lib/telemetry (or dist/telemetry): the package root.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return (require('../../package.json') as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
