@@ -14,13 +14,13 @@ import { boundedCommand } from './command-errors';
 import { fairBackendOf, noConnections, type EngineBackend } from './engine-backend';
 import { FairAcquirer } from './fair-acquirer';
 import type { HeldLock } from './held-lock';
+import { LeaseReleaser } from './lease-releaser';
 import type { LockHandle } from './lock-handle';
 import { LockLifecycle } from './lock-lifecycle';
 import type { LockOperations } from './lock-operations';
 import { PlainAcquirer } from './plain-acquirer';
 import { ReleaseNotifier } from './release-notifier';
 import type { RenewalStatus } from './renewal-record';
-import { retryRefused } from './retry-refused';
 import { Watchdog } from './watchdog';
 
 export type { EngineBackend } from './engine-backend';
@@ -39,6 +39,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   private readonly backend: LockBackend;
   /** Fair mode: the backend, with the fair-mode commands it was checked to have. */
   private readonly fairBackend?: FairLockBackend;
+  private readonly releaser: LeaseReleaser;
   private readonly logger = new Logger('RedisLock');
   private readonly watchdog: Watchdog;
   private readonly notifier: ReleaseNotifier;
@@ -75,6 +76,8 @@ export class LockEngine implements LockOperations<HeldLock> {
       shardOf ? (lock) => shardOf.call(backend, lock.redisKeys) : undefined,
     );
     this.notifier = new ReleaseNotifier(() => backend.createPubSub(), this.logger);
+    const bounded = this.bounded.bind(this);
+    this.releaser = new LeaseReleaser(backend, this.fairBackend, this.notifier, bounded);
     this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);
     this.acquirer = this.fairBackend
       ? new FairAcquirer(this.acquireContext(), this.fairBackend)
@@ -128,32 +131,9 @@ export class LockEngine implements LockOperations<HeldLock> {
     return renewal;
   }
 
-  /**
-   * Releases `lock`. A release Redis refused unrun (a slot in migration) is sent again until it
-   * is answered or the lock's deadline passes — after that its key has expired by itself.
-   */
+  /** Releases `lock` (a fair release hands it to the next in line). */
   releaseLease(lock: HeldLock): Promise<boolean> {
-    const release = (free: () => Promise<boolean>): Promise<boolean> =>
-      retryRefused(
-        () => this.bounded(free(), 'release', `lock "${lock.key}"`),
-        () => lock.validUntil,
-      );
-    const { fairBackend } = this;
-    if (fairBackend) {
-      // The release script hands the lock to the next in line itself: no local hand-off.
-      return release(() => fairBackend.fairRelease(lock.redisKeys, lock.token));
-    }
-    this.notifier.releaseSent(lock.token);
-    return release(() => this.backend.release(lock.redisKeys, lock.token)).then(
-      (deleted) => {
-        this.notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted);
-        return deleted;
-      },
-      (error: unknown) => {
-        this.notifier.releaseAnswered(lock.redisKeys.channel, lock.token, false);
-        throw error;
-      },
-    );
+    return this.releaser.release(lock);
   }
 
   untrack(lock: HeldLock): void {
