@@ -86,9 +86,11 @@ pidfile=""
 stop_server() {
   # Only the redis-server this script started, by its pid.
   if [[ -n "$pidfile" && -s "$pidfile" ]]; then
-    kill "$(cat "$pidfile")" 2>/dev/null || true
+    local pid
+    pid="$(cat "$pidfile")"
+    kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 50); do
-      kill -0 "$(cat "$pidfile")" 2>/dev/null || break
+      kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
   fi
