@@ -29,7 +29,7 @@ fi
 # between versions: the engine (waiting, leases, watchdog, fair mode, reentrancy, the engine
 # contract, the Redis replies the in-memory backend must match), @Locked over HTTP, RPC and
 # WebSocket, and fault scenarios 1–6. The rest (Sentinel, Redlock, fuzzers, scale and load faults,
-# the other decorator files) runs on 7.0 only, in `npm test`: about 4.5 min more per version.
+# the other decorator files) runs on 7.0 only, in `npm test` (the whole suite: 4–5 min a version).
 SUBSET=(
   test/waiting.e2e-spec.ts
   test/lease-lifecycle.e2e-spec.ts
