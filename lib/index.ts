@@ -17,6 +17,14 @@ export type {
 export { LockService, type LockLostListener } from './service/lock.service';
 export type { AcquireOptions, LockedOptions, WithLockOptions } from './options/lock-call-options';
 export type { LockHandle } from './engine/lock-handle';
+export type {
+  EvictedLock,
+  ListedLock,
+  LockHolderInfo,
+  LockInfo,
+  LockListPage,
+  LockWaiterInfo,
+} from './backends/lock-info';
 export {
   Locked,
   type LockableMethod,
