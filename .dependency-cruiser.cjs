@@ -7,6 +7,7 @@
  * each other, as long as no cycle forms).
  */
 const layers = [
+  ['cli'], // the nestjs-redis-lock command (the package's bin)
   ['index.ts'], // the public API, named one by one
   ['module'], // RedisLockModule: wires everything into Nest
   ['decorator'], // @Locked, its interceptor and explorer

@@ -15,8 +15,11 @@ const root = path.resolve(__dirname, '..');
 
 /** Files outside dist/ that the package must contain, and the only ones it may. */
 const TOP_LEVEL = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'];
-/** Entry points package.json names; without them the package cannot be imported. */
-const REQUIRED_IN_DIST = ['dist/index.js', 'dist/index.d.ts'];
+/**
+ * Entry points package.json names; without them the package cannot be imported, or its command
+ * (`bin`) not run.
+ */
+const REQUIRED_IN_DIST = ['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js'];
 /** Compiled output only: JavaScript, declarations and their source maps. */
 const DIST_FILE = /^dist\/.+\.(js|d\.ts|js\.map|d\.ts\.map)$/;
 /** Test code compiled by mistake (a spec or an e2e file). */

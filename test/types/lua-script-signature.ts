@@ -40,11 +40,7 @@ export async function refused(): Promise<void> {
   // @ts-expect-error the fence counter key is missing
   await acquireScript.run(client, ['lock', 'lock:holder'], ['t', 1_000, 60, 'id']);
   // @ts-expect-error one argument too many
-  await acquireScript.run(
-    client,
-    ['lock', 'lock:fence', 'lock:holder'],
-    ['t', 1_000, 60, 'id', 'extra'],
-  );
+  await acquireScript.run(client, ['l', 'l:fence', 'l:holder'], ['t', 1_000, 60, 'id', 'x']);
   // @ts-expect-error the lease and the token swapped
   await acquireScript.run(client, ['lock', 'lock:fence', 'lock:holder'], [1_000, 't', 60, 'id']);
   // @ts-expect-error not a publish command
