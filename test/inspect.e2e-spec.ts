@@ -153,9 +153,11 @@ describe('on one Redis', () => {
 
   it('still works beside a version that writes no holder record (a rolling deploy)', async () => {
     const locks = services.create({ instanceId: 'new' });
-    // An older process's grant: the lease and its counter, no record.
+    // An older process's grant: the lease and its counter, no record of its own — only one left
+    // by an earlier grant that an older process force-released (it deletes the lock key only).
     await redis.set(keyOf('mixed'), 'old-token', 'PX', 5_000);
     await redis.set(`${keyOf('mixed')}:fence`, '41', 'PX', 65_000);
+    await redis.set(`${keyOf('mixed')}:holder`, '1700000000000 evicted-token ghost', 'PX', 5_000);
     expect(await locks.inspect('mixed')).toEqual({
       held: true,
       ttlMs: expect.any(Number),

@@ -19,7 +19,7 @@ export const acquireScript = new LuaScript<
 local lockKey, fenceKey, holderKey = KEYS[1], KEYS[2], KEYS[3]
 local token, leaseMs, fenceRetentionMs, instanceId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
-${writeHolderLua('holderKey', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
   return fence
 end
 if redis.call('GET', lockKey) == token then

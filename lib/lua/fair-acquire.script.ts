@@ -65,7 +65,7 @@ if not holder and (not head or head == token) then
   redis.call('ZREM', queueKey, token)
   redis.call('HDEL', waitersKey, token)
   redis.call('HDEL', waiterIdsKey, token)
-${writeHolderLua('holderKey', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
   return fence
 end
 local retry

@@ -58,7 +58,7 @@ while true do
     local handoff = math.max(1, math.min(tonumber(lease), expiresAt - now))
     redis.call('SET', lockKey, head, 'PX', handoff)
     if headId then
-${writeHolderLua('holderKey', 'headId', 'handoff')}
+${writeHolderLua('holderKey', 'head', 'headId', 'handoff')}
     end
 ${nextFenceLua('fenceKey', 'handoff + tonumber(fenceRetentionMs)')}
     redis.call(publish, channel, 'grant:' .. head .. ':' .. string.format('%d', fence))

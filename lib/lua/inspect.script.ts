@@ -1,3 +1,4 @@
+import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 
 /**
@@ -5,7 +6,8 @@ import { LuaScript } from './lua-script';
  * fence, and in fair mode who queues. Writes nothing.
  * Keys: the lock, its fence counter, its holder record, the queue, the waiters' instance ids (as
  * in fairAcquireScript).
- * Returns {token or false, pttl, fence counter, holder record or false, waiters}: the token stays
+ * Returns {token or false, pttl, fence counter, "<since> <instance id>" of the current grant's
+ * holder record or false, waiters}: the token stays
  * inside the backend (Redlock compares it across nodes), never in what `inspect` answers; the
  * waiters come first come first, as a flat list of arrival (µs on Redis' clock) and instance id
  * (false when an older version queued it).
@@ -33,7 +35,7 @@ local lockKey, fenceKey, holderKey, queueKey, waiterIdsKey = KEYS[1], KEYS[2], K
 -- pcall: a foreign value of another type under a name of ours reads as "not held", not an error.
 local token = redis.pcall('GET', lockKey)
 if type(token) ~= 'string' then token = false end
-local waiters = {}
+${readHolderLua('holderKey', 'token')}local waiters = {}
 local queued = redis.pcall('ZRANGE', queueKey, 0, -1, 'WITHSCORES')
 if type(queued) == 'table' then
   for i = 1, #queued, 2 do
@@ -45,7 +47,7 @@ return {
   token,
   redis.call('PTTL', lockKey),
   tonumber(redis.pcall('GET', fenceKey)) or 0,
-  redis.pcall('GET', holderKey),
+  holder,
   waiters,
 }
 `,
