@@ -9,6 +9,7 @@ import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import type { LockHandle, LockService, RedisLockModuleOptions } from 'nestjs-redis-lock';
 import { lockServices, onSharedRedis } from './support/lock-services';
+import { redisClient } from './support/shared-redis';
 import type { RedisServer } from './support/redis-server';
 import { sleep, waitFor } from './support/time';
 import {
@@ -57,6 +58,21 @@ describe('on one Redis', () => {
     await lock.release();
     expect(await locks.inspect('report')).toEqual({ held: false });
     expect(await redis.exists(`${keyOf('report')}:holder`)).toBe(0);
+  });
+
+  it('writes the holder record in the grant itself: one command per acquire, as before', async () => {
+    const client = redisClient();
+    const locks = services.create({ redis: client, instanceId: 'one-trip' });
+    await locks.isLocked('warm-up'); // connected, so only the grant is counted below
+    const sent = jest.spyOn(client, 'sendCommand');
+    const lock = await locks.tryAcquire('one-trip');
+    const commands = sent.mock.calls.map(([command]) => command.name);
+    sent.mockRestore();
+    expect(commands).toEqual(['evalsha']);
+    expect((await locks.inspect('one-trip')).holder?.instanceId).toBe('one-trip');
+    await lock!.release();
+    await services.closeAll();
+    await client.quit();
   });
 
   it('defaults the instance id to <hostname>:<pid>', async () => {

@@ -30,7 +30,9 @@ export interface MemoryLockBackendOptions {
  * compare-and-delete release, the fence counter (counting up while it lives, outliving each lease
  * by `fenceRetention`, and restarting from the clock in µs once it lapsed), the busy reply
  * -(holder's PTTL), fair mode's queue (waiter entries that lapse after `waiterTtl`, a free lock
- * reserved for the head of the queue, hand-off on release), and pub/sub: a release publishes the
+ * reserved for the head of the queue, hand-off on release), the holder record of each grant
+ * (instance id, and since on `Date.now()`: epoch ms as on Redis, fake timers included) with its
+ * waiters' ids for inspection, listing (`scan`, its cursor an index in name order), and pub/sub: a release publishes the
  * releasing token, a forced release '1', a hand-off `grant:<token>:<fence>`, on the lock's
  * channel, to the subscribers of `createPubSub()`. Expiry follows Redis: a key lives through the
  * millisecond in which its PTTL reaches 0, and is gone after it. Each command is atomic: it runs
