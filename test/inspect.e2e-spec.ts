@@ -244,6 +244,9 @@ describe('on a Redis Cluster (3 primaries)', () => {
     const { keys, pages } = await listAll(locks, 4);
     expect(keys).toEqual([...names].sort());
     expect(pages).toBeGreaterThan(3);
+    // A new client, whose first command is the listing: it must still find every primary.
+    const fresh = services.create({ cluster: { nodes: topology.startupNodes } });
+    expect((await listAll(fresh, 100)).keys).toEqual([...names].sort());
     expect((await locks.inspect('shard:7')).fence).toBe(held[7]!.fence);
     expect(await locks.evict('shard:7')).toMatchObject({ fence: held[7]!.fence });
     await Promise.all(held.map((lock) => lock.release().catch(() => undefined)));

@@ -26,6 +26,8 @@ export async function scanLockNames(
   const keyPrefix = String(client.options.keyPrefix ?? '');
   // SCAN's MATCH is not prefixed by ioredis: match the full names, and strip the keyPrefix after.
   const pattern = lockKeyPattern(keyPrefix + prefix);
+  // A Cluster client knows its primaries once it has loaded the slots: any command waits for that.
+  if (isClusterClient(client) && client.nodes('master').length === 0) await client.ping();
   const nodes = scanNodes(client);
   let [node, scan] = parseCursor(cursor);
   const names: string[] = [];
