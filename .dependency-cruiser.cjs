@@ -7,6 +7,7 @@
  * each other, as long as no cycle forms).
  */
 const layers = [
+  ['cli'], // the nestjs-redis-lock command (the package's bin)
   ['index.ts'], // the public API, named one by one
   // `nestjs-redis-lock/testing`: RedisLockTestingModule (RedisLockModule on the in-memory backend)
   // and its helpers, a second entry point. Nothing imports it: see no-testing-in-main-entry.

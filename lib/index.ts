@@ -28,6 +28,14 @@ export type {
 } from './engine/lock-events';
 export type { LockMode } from './telemetry/lock-mode';
 export type { TelemetryKeys, TelemetryOptions } from './options/telemetry-options';
+export type {
+  EvictedLock,
+  ListedLock,
+  LockHolderInfo,
+  LockInfo,
+  LockListPage,
+  LockWaiterInfo,
+} from './backends/lock-info';
 export {
   Locked,
   type LockableMethod,

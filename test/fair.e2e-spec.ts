@@ -59,8 +59,8 @@ async function queueVanishedWaiter(key: string, token: string, lifetime: number)
   const keys = lockRedisKeys(prefix, key);
   await fairAcquireScript.run(
     redis,
-    [keys.lock, keys.fence, keys.queue, keys.waiters],
-    [token, 30_000, '1', lifetime, 60_000],
+    [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+    [token, 30_000, '1', lifetime, 60_000, 'vanished-waiter'],
   );
 }
 

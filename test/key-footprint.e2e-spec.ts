@@ -110,7 +110,7 @@ describe('on one Redis', () => {
     });
   });
 
-  it('keeps the fence counter alive as long as its lock: renewals and extend() carry it along', async () => {
+  it('keeps the fence counter and the holder record alive as long as the lock: renewals and extend() carry them along', async () => {
     // A lease long enough that a late watchdog tick on a loaded machine does not lose it.
     const ttl = 600;
     const fenceRetention = 200;
@@ -121,20 +121,29 @@ describe('on one Redis', () => {
     const heldUntil = now() + 3 * ttl;
     while (now() < heldUntil) {
       await sleep(50);
-      const [lockTtl, fenceTtl] = await Promise.all([
-        redis.pttl(lease),
-        redis.pttl(`${lease}:fence`),
-      ]);
+      // One MULTI: the three PTTLs are read at one instant.
+      const replies = await redis
+        .multi()
+        .pttl(lease)
+        .pttl(`${lease}:fence`)
+        .pttl(`${lease}:holder`)
+        .exec();
+      const [lockTtl, fenceTtl, holderTtl] = (replies ?? []).map(([, ttl]) => Number(ttl));
       expect(lockTtl).toBeGreaterThan(0);
-      expect(fenceTtl).toBeGreaterThanOrEqual(lockTtl);
+      expect(fenceTtl).toBeGreaterThanOrEqual(lockTtl!);
+      // Set and renewed with the lease's own PX in the same scripts: equal to the millisecond.
+      expect(holderTtl).toBe(lockTtl);
     }
     await lock.extend(10_000);
-    const [lockTtl, fenceTtl] = await Promise.all([
+    const [lockTtl, fenceTtl, holderTtl] = await Promise.all([
       redis.pttl(lease),
       redis.pttl(`${lease}:fence`),
+      redis.pttl(`${lease}:holder`),
     ]);
     expect(fenceTtl).toBeGreaterThan(lockTtl + fenceRetention / 2);
+    expect(holderTtl).toBeGreaterThan(9_000);
     await lock.release();
+    expect(await redis.exists(`${lease}:holder`)).toBe(0);
     // Taken again within the retention: the counter is still there, so the next fence is +1.
     const next = await locks.acquire('renewed');
     expect(next.fence).toBe(lock.fence + 1);
@@ -172,7 +181,8 @@ describe('on one Redis', () => {
     await handedOver.release();
     const afterRelease = await keysWithoutTtl(redis, fairPrefix);
     expect(impatient).toBeInstanceOf(Error);
-    expect(queued.seen).toBeGreaterThanOrEqual(4); // lease, counter, queue, waiters
+    // lease, counter, holder record, queue, waiters, waiters' ids
+    expect(queued.seen).toBeGreaterThanOrEqual(6);
     expect({ queued, afterGiveUp, afterHandOff, afterRelease }).toEqual({
       queued: { seen: queued.seen, withoutTtl: [] },
       afterGiveUp: { seen: afterGiveUp.seen, withoutTtl: [] },

@@ -12,6 +12,7 @@ import { onSharedRedis } from './support/lock-services';
 import { sleep, waitFor } from './support/time';
 
 const shared = onSharedRedis('memory-contract');
+const INSTANCE = 'contract-instance';
 
 /** What one run of a scenario saw, normalized to compare across backends. */
 class Transcript {
@@ -67,8 +68,14 @@ async function run(
 }
 
 async function onBoth(name: string, scenario: Scenario): Promise<void> {
-  const redis = new RedisBackend({ client: shared.redis, owned: false }, 1_000, 60_000);
-  const memory = new MemoryLockBackend({ fenceRetention: 60_000 });
+  const redis = new RedisBackend(
+    { client: shared.redis, owned: false },
+    1_000,
+    60_000,
+    undefined,
+    INSTANCE,
+  );
+  const memory = new MemoryLockBackend({ fenceRetention: 60_000, instanceId: INSTANCE });
   try {
     const onRedis = await run(redis, `${name}-redis`, scenario);
     const inMemory = await run(memory, `${name}-memory`, scenario);
@@ -137,6 +144,61 @@ it('queues, hands over and leaves the fair queue alike', async () => {
     t.log(await backend.isLocked(keys));
     t.log(await reply('d', false));
     t.log(await backend.fairRelease(keys, 'd'));
+    await waitFor(() => t.heard.length === 3);
+  });
+});
+
+it('inspects, lists and evicts alike: holder records written, renewed, handed over and removed', async () => {
+  await onBoth('inspect', async (backend, keys, t) => {
+    const started = Date.now();
+    /** An inspection, normalized: token as is, times as ranges, the fence relative. */
+    const inspect = async (low = 0, high = 5_000): Promise<unknown> => {
+      const raw = await backend.inspectRaw(keys);
+      const [since, id] = /^(\d+) (.*)$/.exec(raw.holder ?? '')?.slice(1) ?? [];
+      const waiters: unknown[] = [];
+      for (let i = 0; i < raw.waiters.length; i += 2) {
+        const arrival = Number(raw.waiters[i]) / 1_000;
+        waiters.push([arrival >= started - 5 && arrival <= Date.now() + 5, raw.waiters[i + 1]]);
+      }
+      return {
+        token: raw.token,
+        pttl: raw.token === null ? raw.pttl : t.pttl(raw.pttl, low, high),
+        fence: raw.fence === 0 ? 0 : t.fence(raw.fence),
+        holder: id === undefined ? null : [id, Number(since) >= started - 5],
+        waiters,
+      };
+    };
+    const listed = async (): Promise<boolean> => {
+      let cursor: string | undefined;
+      const names: string[] = [];
+      do {
+        const page = await backend.scan(shared.prefix, cursor, 10);
+        names.push(...page.names);
+        cursor = page.cursor;
+      } while (cursor !== undefined);
+      return names.includes(keys.lock);
+    };
+    t.log(await inspect());
+    t.log(await listed());
+    t.log(t.fence(await backend.acquire(keys, 'a', 2_000)));
+    t.log(await inspect(1_500, 2_000));
+    t.log(await listed());
+    t.log(await backend.extend(keys, 'a', 5_000));
+    t.log(await inspect(4_500, 5_000));
+    t.log(await backend.release(keys, 'a'));
+    t.log(await inspect());
+    // Fair: a holder, two waiters, a hand-off.
+    t.log(await backend.fairAcquire(keys, 'f1', 5_000, true, 1_000).then((r) => 'granted' in r));
+    await backend.fairAcquire(keys, 'f2', 5_000, true, 1_000);
+    await backend.fairAcquire(keys, 'f3', 5_000, true, 1_000);
+    t.log(await inspect(4_500, 5_000));
+    t.log(await backend.fairRelease(keys, 'f1'));
+    t.log(await inspect(500, 1_000)); // handed to f2 with a short lease, f3 still queued
+    const evicted = await backend.evict(keys);
+    t.log(evicted && { fence: t.fence(evicted.fence), holder: evicted.holder?.instanceId });
+    t.log(await backend.evict(keys));
+    t.log(await inspect());
+    await backend.fairRelease(keys, 'f3');
     await waitFor(() => t.heard.length === 3);
   });
 });

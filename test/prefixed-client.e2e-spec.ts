@@ -71,6 +71,19 @@ describe('a user-supplied client with keyPrefix', () => {
       expect(await (await waiting).release()).toBe(true);
     });
   }
+
+  it('inspects, lists and evicts through the client prefix: keys come back without either prefix', async () => {
+    const locks = instance();
+    const lock = await locks.acquire('listed', { ttl: 5_000 });
+    expect(await locks.inspect('listed')).toMatchObject({ held: true, fence: lock.fence });
+    const page = await locks.list({ count: 100 });
+    expect(page.locks.map((entry) => entry.key)).toContain('listed');
+    expect(await locks.evict('listed')).toMatchObject({ fence: lock.fence });
+    expect(
+      await plain.exists(`${keyPrefix}lock:{listed}`, `${keyPrefix}lock:{listed}:holder`),
+    ).toBe(0);
+    await lock.release().catch(() => undefined);
+  });
 });
 
 describe('a user-supplied Cluster client with keyPrefix', () => {

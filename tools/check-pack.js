@@ -23,6 +23,7 @@ const REQUIRED_IN_DIST = [
   'dist/testing/index.d.ts',
   'dist/health/index.js',
   'dist/health/index.d.ts',
+  'dist/cli/main.js',
 ];
 /** Compiled output only: JavaScript, declarations and their source maps. */
 const DIST_FILE = /^dist\/.+\.(js|d\.ts|js\.map|d\.ts\.map)$/;

@@ -21,8 +21,14 @@ export function createBackend(options: ResolvedRedisLockOptions): CreatedBackend
     const connections = nodes.map((node) => openRedisConnection(node));
     const watches = connections.map((connection) => new ClientWatch(connection.client));
     const redlockNodes = connections.map((connection) => {
-      const { commandTimeout, fenceRetention } = options;
-      const backend = new RedisBackend(connection, commandTimeout, fenceRetention);
+      const { commandTimeout, fenceRetention, instanceId } = options;
+      const backend = new RedisBackend(
+        connection,
+        commandTimeout,
+        fenceRetention,
+        undefined,
+        instanceId,
+      );
       return new RedlockNode(backend, connection.client, restartGrace, fenceRetention);
     });
     return {
@@ -44,6 +50,7 @@ export function createBackend(options: ResolvedRedisLockOptions): CreatedBackend
       options.commandTimeout,
       options.fenceRetention,
       options.replicaAck,
+      options.instanceId,
     ),
     connections: new ConnectionWatch([watch], 1, watch.address),
   };

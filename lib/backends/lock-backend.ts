@@ -1,5 +1,7 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { ReleasePubSub } from '../redis/release-pubsub';
+import type { EvictedLock, RawLockInfo } from './lock-info';
+import type { LockNamesPage } from './lock-scan';
 
 /** What one fair-mode try found. */
 export type FairAcquireReply =
@@ -46,6 +48,12 @@ export interface LockBackend {
   /** Deletes whoever holds it. Resolves whether a lock was deleted. */
   forceRelease(keys: LockRedisKeys): Promise<boolean>;
   isLocked(keys: LockRedisKeys): Promise<boolean>;
+  /** Deletes whoever holds it, as `forceRelease`; resolves what it removed, or null if free. */
+  evict(keys: LockRedisKeys): Promise<EvictedLock | null>;
+  /** Reads the lock, its holder record and fair queue in one atomic step; writes nothing. */
+  inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo>;
+  /** One page of the lock keys under `prefix` (see `scanLockNames`). */
+  scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage>;
   createPubSub(): ReleasePubSub;
   /** Safety margin (ms) the holder subtracts from a lease of `ttl` on its local clock. */
   drift(ttl: number): number;

@@ -1,4 +1,5 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
+import type { LockHolderInfo, RawLockInfo } from './lock-info';
 
 /** A value with a deadline on the keyspace's clock (`Infinity`: none). */
 interface Expiring {
@@ -6,6 +7,8 @@ interface Expiring {
 }
 export interface Lease extends Expiring {
   token: string;
+  /** The holder record, which Redis keeps in a key of its own with the lease's expiry. */
+  holder?: LockHolderInfo;
 }
 interface Counter extends Expiring {
   value: number;
@@ -14,6 +17,9 @@ interface Counter extends Expiring {
 export interface WaiterEntry {
   expiresAt: number;
   lease: number;
+  /** Its instance id, and when it joined the queue (epoch ms). */
+  instanceId: string;
+  since: number;
 }
 /** Fair mode: the waiters of one lock in arrival order (a Map keeps insertion order). */
 export interface Queue extends Expiring {
@@ -54,10 +60,16 @@ export class MemoryKeyspace {
     return Math.max(0, Math.ceil(entry.expiresAt - this.now()));
   }
 
-  /** `SET <lock> <token> PX <ms>`. */
-  setLease(keys: LockRedisKeys, token: string, ms: number): void {
+  /** `SET <lock> <token> PX <ms>`, and the holder record beside it (none: an older version's). */
+  setLease(keys: LockRedisKeys, token: string, ms: number, instanceId?: string): void {
     if (!Number.isInteger(ms) || ms <= 0) throw notWholeMs();
-    this.locks.set(keys.lock, { token, expiresAt: this.now() + ms });
+    const holder = instanceId === undefined ? undefined : { instanceId, since: Date.now() };
+    this.locks.set(keys.lock, { token, expiresAt: this.now() + ms, holder });
+  }
+
+  /** The names of the locks held now, in order (what SCAN would find, minus the fuzz). */
+  lockNames(): string[] {
+    return [...this.locks.keys()].filter((name) => this.live(this.locks, name)).sort();
   }
 
   /** Compare-and-pexpire of the lock and its counter (which follows the lease). */
@@ -88,14 +100,22 @@ export class MemoryKeyspace {
   }
 
   /** Joins the queue (or refreshes its entry); the queue lives as long as its last entry may. */
-  enqueue(keys: LockRedisKeys, token: string, ttl: number, waiterTtl: number): void {
+  enqueue(
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    waiterTtl: number,
+    instanceId: string,
+  ): void {
     const now = this.now();
     let waiting = this.queue(keys);
     if (!waiting) {
       waiting = { waiters: new Map(), expiresAt: Infinity };
       this.queues.set(keys.queue, waiting);
     }
-    waiting.waiters.set(token, { expiresAt: now + waiterTtl, lease: Math.min(ttl, waiterTtl) });
+    const since = waiting.waiters.get(token)?.since ?? Date.now();
+    const lease = Math.min(ttl, waiterTtl);
+    waiting.waiters.set(token, { expiresAt: now + waiterTtl, lease, instanceId, since });
     if (waiting.expiresAt === Infinity || this.pttlOf(waiting) < waiterTtl) {
       waiting.expiresAt = now + waiterTtl;
     }
@@ -115,4 +135,20 @@ export class MemoryKeyspace {
     }
     return entry;
   }
+}
+
+/** What the inspect script answers for `keys`, read from `space`. */
+export function rawInfoOf(space: MemoryKeyspace, keys: LockRedisKeys): RawLockInfo {
+  const lease = space.lease(keys);
+  const waiters = [...(space.queue(keys)?.waiters.values() ?? [])].flatMap((entry) => [
+    String(entry.since * 1_000),
+    entry.instanceId,
+  ]);
+  return {
+    token: lease?.token ?? null,
+    pttl: lease ? space.pttlOf(lease) : -2,
+    fence: space.fence(keys),
+    holder: lease?.holder ? `${lease.holder.since} ${lease.holder.instanceId}` : null,
+    waiters,
+  };
 }

@@ -2,7 +2,10 @@ import { clockDrift } from '../util/clock';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
 import type { ReleasePubSub } from '../redis/release-pubsub';
-import { MemoryKeyspace } from './memory-keyspace';
+import { DEFAULT_OPTIONS } from '../options/resolve-options';
+import type { EvictedLock, RawLockInfo } from './lock-info';
+import type { LockNamesPage } from './lock-scan';
+import { MemoryKeyspace, rawInfoOf } from './memory-keyspace';
 import { MemoryPubSubHub } from './memory-pubsub';
 
 /** Options of a {@link MemoryLockBackend}. */
@@ -15,6 +18,8 @@ export interface MemoryLockBackendOptions {
   now?: () => number;
   /** How long (ms) a fence counter outlives its lock's lease, as the option `fenceRetention`. */
   fenceRetention?: number;
+  /** Written into the holder record of each grant, as the option `instanceId`. */
+  instanceId?: string;
 }
 
 /**
@@ -25,7 +30,9 @@ export interface MemoryLockBackendOptions {
  * compare-and-delete release, the fence counter (counting up while it lives, outliving each lease
  * by `fenceRetention`, and restarting from the clock in µs once it lapsed), the busy reply
  * -(holder's PTTL), fair mode's queue (waiter entries that lapse after `waiterTtl`, a free lock
- * reserved for the head of the queue, hand-off on release), and pub/sub: a release publishes the
+ * reserved for the head of the queue, hand-off on release), the holder record of each grant
+ * (instance id, and since on `Date.now()`: epoch ms as on Redis, fake timers included) with its
+ * waiters' ids for inspection, listing (`scan`, its cursor an index in name order), and pub/sub: a release publishes the
  * releasing token, a forced release '1', a hand-off `grant:<token>:<fence>`, on the lock's
  * channel, to the subscribers of `createPubSub()`. Expiry follows Redis: a key lives through the
  * millisecond in which its PTTL reaches 0, and is gone after it. Each command is atomic: it runs
@@ -40,8 +47,10 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly keys: MemoryKeyspace;
   private readonly hub = new MemoryPubSubHub();
   private closed = false;
+  private readonly instanceId: string;
 
   constructor(options: MemoryLockBackendOptions = {}) {
+    this.instanceId = options.instanceId ?? DEFAULT_OPTIONS.instanceId;
     this.keys = new MemoryKeyspace(
       options.now ?? (() => performance.now()),
       options.fenceRetention ?? 60_000,
@@ -52,7 +61,7 @@ export class MemoryLockBackend implements FairLockBackend {
     return this.command(() => {
       const holder = this.keys.lease(keys);
       if (!holder) {
-        this.keys.setLease(keys, token, ttl);
+        this.keys.setLease(keys, token, ttl, this.instanceId);
         return this.keys.nextFence(keys, ttl);
       }
       // Our own grant, asked again: the fence it got (the counter cannot have moved since).
@@ -102,14 +111,14 @@ export class MemoryLockBackend implements FairLockBackend {
       }
       const [head, headEntry] = waiting?.waiters.entries().next().value ?? [];
       if (!holder && (head === undefined || head === token)) {
-        this.keys.setLease(keys, token, ttl);
+        this.keys.setLease(keys, token, ttl, this.instanceId);
         waiting?.waiters.delete(token);
         this.keys.dropQueueIfEmpty(keys);
         return { granted: this.keys.nextFence(keys, ttl) };
       }
       // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
       const retry = holder ? this.keys.pttlOf(holder) : (headEntry?.expiresAt ?? now) - now;
-      if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl);
+      if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl, this.instanceId);
       this.keys.dropQueueIfEmpty(keys);
       return { retryAfterMs: Math.max(0, retry), fence: this.keys.fence(keys) };
     });
@@ -131,7 +140,7 @@ export class MemoryLockBackend implements FairLockBackend {
         // No longer than the entry would have lived: a waiter that died since its last refresh
         // holds the lock up for one entry lifetime at most.
         const handoff = Math.max(1, Math.floor(Math.min(entry.lease, entry.expiresAt - now)));
-        this.keys.setLease(keys, head, handoff);
+        this.keys.setLease(keys, head, handoff, entry.instanceId);
         const fence = this.keys.nextFence(keys, handoff);
         this.keys.dropQueueIfEmpty(keys);
         this.hub.publish(keys.channel, `grant:${head}:${fence}`);
@@ -143,12 +152,33 @@ export class MemoryLockBackend implements FairLockBackend {
     });
   }
 
-  forceRelease(keys: LockRedisKeys): Promise<boolean> {
+  async forceRelease(keys: LockRedisKeys): Promise<boolean> {
+    return (await this.evict(keys)) !== null;
+  }
+
+  evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
     return this.command(() => {
-      if (!this.keys.lease(keys)) return false;
+      const lease = this.keys.lease(keys);
+      if (!lease) return null;
       this.keys.deleteLease(keys);
       this.hub.publish(keys.channel, '1');
-      return true;
+      const fence = this.keys.fence(keys);
+      return lease.holder ? { fence, holder: lease.holder } : { fence };
+    });
+  }
+
+  inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
+    return this.command(() => rawInfoOf(this.keys, keys));
+  }
+
+  /** The cursor is the index of the next name, in name order. */
+  scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage> {
+    return this.command(() => {
+      const start = Number(cursor ?? 0);
+      const all = this.keys.lockNames().filter((name) => name.startsWith(`${prefix}{`));
+      const names = all.slice(start, start + count);
+      const next = start + names.length;
+      return next < all.length ? { names, cursor: String(next) } : { names };
     });
   }
 

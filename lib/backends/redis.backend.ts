@@ -22,9 +22,13 @@ import { fairReleaseScript } from '../lua/fair-release.script';
 import { forceReleaseScript } from '../lua/force-release.script';
 import { releaseScript } from '../lua/release.script';
 import { renewManyScript } from '../lua/renew-many.script';
+import { inspectScript } from '../lua/inspect.script';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
+import { DEFAULT_OPTIONS } from '../options/resolve-options';
 import { AcknowledgedGrants } from './acknowledged-grants';
 import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
+import { parseHolder, type EvictedLock, type RawLockInfo } from './lock-info';
+import { scanLockNames, type LockNamesPage } from './lock-scan';
 
 /**
  * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small
@@ -56,6 +60,8 @@ export class RedisBackend implements FairLockBackend {
     /** How long (ms) a fence counter outlives its lock's lease (`fenceRetention`). */
     private readonly fenceRetention: number,
     replicaAck?: ReplicaAckOptions,
+    /** Written beside each lease this backend grants, as who holds it (`instanceId`). */
+    private readonly instanceId: string = DEFAULT_OPTIONS.instanceId,
   ) {
     this.client = connection.client;
     this.cluster = isClusterClient(connection.client);
@@ -74,7 +80,11 @@ export class RedisBackend implements FairLockBackend {
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
     const grant = (client: RedisCommander): Promise<number> =>
-      acquireScript.run(client, [keys.lock, keys.fence], [token, ttl, this.fenceRetention]);
+      acquireScript.run(
+        client,
+        [keys.lock, keys.fence, keys.holder],
+        [token, ttl, this.fenceRetention, this.instanceId],
+      );
     if (!this.acknowledged) return grant(this.client);
     return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
   }
@@ -82,7 +92,7 @@ export class RedisBackend implements FairLockBackend {
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
     const reply = await extendScript.run(
       this.client,
-      [keys.lock, keys.fence],
+      [keys.lock, keys.fence, keys.holder],
       [token, ms, this.fenceRetention],
     );
     return reply === 1;
@@ -117,7 +127,7 @@ export class RedisBackend implements FairLockBackend {
     const resetsBefore = this.resets;
     const sent = releaseScript.run(
       this.client,
-      [keys.lock],
+      [keys.lock, keys.holder],
       [token, this.publish, this.keyPrefix + keys.channel],
     );
     return sent.then((reply) => {
@@ -140,8 +150,8 @@ export class RedisBackend implements FairLockBackend {
   ): Promise<FairAcquireReply> {
     const reply = await fairAcquireScript.run(
       this.client,
-      [keys.lock, keys.fence, keys.queue, keys.waiters],
-      [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention],
+      [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+      [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention, this.instanceId],
     );
     if (!Array.isArray(reply)) return { granted: reply };
     const [first, second] = reply;
@@ -153,7 +163,7 @@ export class RedisBackend implements FairLockBackend {
     const released =
       (await fairReleaseScript.run(
         this.client,
-        [keys.lock, keys.fence, keys.queue, keys.waiters],
+        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
         [token, this.publish, this.fenceRetention, this.keyPrefix + keys.channel],
       )) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
@@ -164,13 +174,31 @@ export class RedisBackend implements FairLockBackend {
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
-    return (
-      (await forceReleaseScript.run(
-        this.client,
-        [keys.lock],
-        [this.publish, this.keyPrefix + keys.channel],
-      )) === 1
+    return (await this.evict(keys)) !== null;
+  }
+
+  async evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
+    const [deleted, fence = 0, record] = await forceReleaseScript.run(
+      this.client,
+      [keys.lock, keys.fence, keys.holder],
+      [this.publish, this.keyPrefix + keys.channel],
     );
+    if (deleted !== 1) return null;
+    const holder = parseHolder(record);
+    return holder ? { fence, holder } : { fence };
+  }
+
+  async inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
+    const [token, pttl, fence, holder, waiters] = await inspectScript.run(
+      this.client,
+      [keys.lock, keys.fence, keys.holder, keys.queue, keys.waiterIds],
+      [],
+    );
+    return { token, pttl, fence, holder, waiters };
+  }
+
+  scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage> {
+    return scanLockNames(this.connection.client, prefix, cursor, count);
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
@@ -209,7 +237,7 @@ export class RedisBackend implements FairLockBackend {
       this.fenceRetention,
     ];
     for (const lease of leases) {
-      keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
+      keys.push(lease.redisKeys.lock, lease.redisKeys.fence, lease.redisKeys.holder);
       args.push(lease.token, Math.ceil(lease.lease));
     }
     const replies = await renewManyScript.run(this.client, keys, args);

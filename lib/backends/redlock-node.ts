@@ -31,7 +31,15 @@ export interface QuorumNode {
   /** The node's single-Redis operations. */
   readonly backend: Pick<
     LockBackend,
-    'extend' | 'release' | 'forceRelease' | 'isLocked' | 'createPubSub' | 'close'
+    | 'extend'
+    | 'release'
+    | 'forceRelease'
+    | 'isLocked'
+    | 'evict'
+    | 'inspectRaw'
+    | 'scan'
+    | 'createPubSub'
+    | 'close'
   >;
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<NodeGrant>;
   renew(leases: readonly RenewableLease[]): Promise<NodeRenewal[]>;
@@ -107,7 +115,7 @@ export class RedlockNode implements QuorumNode {
       String(this.fenceRetention),
     ];
     for (const lease of leases) {
-      keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
+      keys.push(lease.redisKeys.lock, lease.redisKeys.fence, lease.redisKeys.holder);
       args.push(lease.token, String(Math.ceil(lease.lease)), String(lease.fence));
     }
     return redlockRenewScript.run(this.client, keys, args);

@@ -2,6 +2,8 @@ import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { lockRedisKeys } from '../keys/lock-keys';
 import type { RenewableLease } from './lock-backend';
 import { MemoryLockBackend } from './memory.backend';
+import type { EvictedLock, RawLockInfo } from './lock-info';
+import type { LockNamesPage } from './lock-scan';
 import type { NodeGrant, NodeRenewal, QuorumNode } from './redlock-node';
 import { RedlockBackend } from './redlock.backend';
 
@@ -22,6 +24,9 @@ interface FakeNode extends QuorumNode {
     release: jest.Mock<Promise<boolean>>;
     forceRelease: jest.Mock<Promise<boolean>>;
     isLocked: jest.Mock<Promise<boolean>>;
+    evict: jest.Mock<Promise<EvictedLock | null>>;
+    inspectRaw: jest.Mock<Promise<RawLockInfo>>;
+    scan: jest.Mock<Promise<LockNamesPage>>;
     createPubSub: jest.Mock;
     close: jest.Mock<Promise<void>>;
   };
@@ -39,6 +44,15 @@ function fakeNode(grant?: NodeGrant, renewal?: NodeRenewal[], ours?: boolean): F
       release: jest.fn(() => (ours === undefined ? Promise.resolve(true) : answer(ours))),
       forceRelease: jest.fn(() => answer(ours)),
       isLocked: jest.fn(() => answer(ours)),
+      evict: jest.fn(async () => null),
+      inspectRaw: jest.fn(async () => ({
+        token: null,
+        pttl: -2,
+        fence: 0,
+        holder: null,
+        waiters: [],
+      })),
+      scan: jest.fn(async () => ({ names: [] })),
       createPubSub: jest.fn(),
       close: jest.fn(async () => undefined),
     },

@@ -5,6 +5,9 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 import { combineReleasePubSubs, type ReleasePubSub } from '../redis/release-pubsub';
 import { withTimeout } from '../util/with-timeout';
 import type { LockBackend, RenewableLease } from './lock-backend';
+import type { EvictedLock, RawLockInfo } from './lock-info';
+import type { LockNamesPage } from './lock-scan';
+import { mergeEvictions, quorumLockInfo } from './redlock-inspect';
 import type { NodeGrant, NodeRenewal, QuorumNode } from './redlock-node';
 
 /**
@@ -101,6 +104,43 @@ export class RedlockBackend implements LockBackend {
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
     return (await this.onEveryNode((node) => node.backend.forceRelease(keys))).some(Boolean);
+  }
+
+  async evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
+    return mergeEvictions(await this.onEveryNode((node) => node.backend.evict(keys)));
+  }
+
+  /** Every node is read; the lock counts as held only where a quorum agrees (`quorumLockInfo`). */
+  async inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
+    const replies = await this.onEveryNode((node) => node.backend.inspectRaw(keys));
+    return quorumLockInfo(replies, this.quorum);
+  }
+
+  /**
+   * Lists from one node: the first that answers, then the same one for every later page (its
+   * index leads the cursor). Each name found is inspected with a quorum, so a minority's stale
+   * key is not listed as held; a lock the scanned node lost (a restart) is back on it after the
+   * holder's next renewal.
+   */
+  async scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage> {
+    const [, at, inner] = /^(\d+)\|(.*)$/.exec(cursor ?? '') ?? [];
+    const order = at === undefined ? this.nodes.map((_, i) => i) : [Number(at)];
+    let lastError: unknown;
+    for (const index of order) {
+      const node = this.nodes[index];
+      if (!node) break;
+      try {
+        const page = await withTimeout(
+          node.backend.scan(prefix, inner, count),
+          this.nodeTimeout,
+          'a Redlock node',
+        );
+        return page.cursor === undefined ? page : { ...page, cursor: `${index}|${page.cursor}` };
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    throw new RedisUnavailableError(`Redlock list: no node answered SCAN (${String(lastError)})`);
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {

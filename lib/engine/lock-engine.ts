@@ -12,6 +12,7 @@ import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request
 import { BackgroundCleanups } from './background-cleanups';
 import { boundedCommand } from './command-errors';
 import { fairBackendOf, noConnections, type EngineBackend } from './engine-backend';
+import { LockInspection } from './lock-inspection';
 import { FairAcquirer } from './fair-acquirer';
 import type { HeldLock } from './held-lock';
 import { LeaseReleaser } from './lease-releaser';
@@ -36,6 +37,8 @@ export class LockEngine implements LockOperations<HeldLock> {
   readonly lifecycle: LockLifecycle;
   /** The connections' health: lock calls fail at once, with the cause, while they cannot work. */
   readonly connections: ConnectionWatch;
+  /** Inspection, listing and forced removal, for operators (`LockService.inspect` and others). */
+  readonly inspection: LockInspection;
   private readonly backend: LockBackend;
   /** Fair mode: the backend, with the fair-mode commands it was checked to have. */
   private readonly fairBackend?: FairLockBackend;
@@ -68,6 +71,9 @@ export class LockEngine implements LockOperations<HeldLock> {
     this.backend = backend;
     this.connections = connections;
     this.lifecycle = new LockLifecycle(this.events, this.logger, options);
+    this.inspection = new LockInspection(backend, options.prefix, (command, operation, subject) =>
+      this.bounded(command, operation, subject),
+    );
     if (options.fair) this.fairBackend = fairBackendOf(backend);
     const { shardOf } = backend;
     this.watchdog = new Watchdog(

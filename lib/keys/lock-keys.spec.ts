@@ -1,4 +1,4 @@
-import { lockRedisKeys, type LockRedisKeys } from './lock-keys';
+import { lockKeyPattern, lockRedisKeys, userKeyOf, type LockRedisKeys } from './lock-keys';
 
 /** The part of `name` Redis Cluster hashes: the first `{…}` if it is not empty, else all of it. */
 function hashTagOf(name: string): string {
@@ -59,5 +59,21 @@ describe('lockRedisKeys', () => {
       expect(new Set(tags).size).toBe(1);
       expect(tags[0]).not.toBe(lockRedisKeys('p:', key).lock); // a real tag, not the whole name
     }
+  });
+});
+
+describe('lockKeyPattern and userKeyOf', () => {
+  it.each(['plain', 'a:b', '{braced}', '}closing', '{}', 'x}y{z', 'with space'])(
+    'recover the key %p from its lock name',
+    (key) => {
+      const { lock, fence, holder, queue } = lockRedisKeys('lock:', key);
+      expect(userKeyOf('lock:', lock)).toBe(key);
+      // Only the lock's own name ends in "}", which the pattern asks for.
+      expect([lock, fence, holder, queue].filter((name) => name.endsWith('}'))).toEqual([lock]);
+    },
+  );
+
+  it('escapes glob characters of the prefix', () => {
+    expect(lockKeyPattern('a*b?[c]\\:')).toBe('a\\*b\\?\\[c\\]\\\\:{*}');
   });
 });

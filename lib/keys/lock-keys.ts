@@ -27,6 +27,34 @@ export class LockRedisKeys {
   get waiters(): string {
     return `${this.lock}:waiters`;
   }
+
+  /**
+   * Who holds the lock, for inspection only: `"<since ms> <instance id>"` (STRING), written by the
+   * script that grants the lock with the lease's own PX, renewed and deleted with it. The token
+   * stays alone in the lock key, so every compare stays exact.
+   */
+  get holder(): string {
+    return `${this.lock}:holder`;
+  }
+
+  /** Fair mode: each queued waiter's instance id (HASH token → id), so a hand-off names it. */
+  get waiterIds(): string {
+    return `${this.lock}:waiter-ids`;
+  }
+}
+
+/**
+ * The SCAN pattern of every lock key under `prefix` (glob characters in the prefix escaped). Only
+ * a lock key ends in `}`: the other names of a lock add a suffix after the hash tag.
+ */
+export function lockKeyPattern(prefix: string): string {
+  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}`;
+}
+
+/** The user key of lock key `name` under `prefix` (the inverse of `lockRedisKeys`). */
+export function userKeyOf(prefix: string, name: string): string {
+  const tag = name.slice(prefix.length + 1, -1);
+  return /^\{[{}]/.test(tag) ? tag.slice(1) : tag;
 }
 
 /**

@@ -1,23 +1,25 @@
 import { nextFenceLua } from './fence.lua';
+import { writeHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 
 /**
  * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window).
- * Keys: the lock key, its fence counter (same hash slot).
- * Args: the token, the lease in ms, how long (ms) the fence counter outlives the lease.
+ * Keys: the lock key, its fence counter, its holder record (same hash slot).
+ * Args: the token, the lease in ms, how long (ms) the fence counter outlives the lease, the
+ * holder's instance id (written beside the lease with the same PX, for inspection).
  * Returns the fence (> 0) when granted, or -(holder's PTTL) when busy (0 if it expires now).
  */
 export const acquireScript = new LuaScript<
-  readonly [lockKey: string, fenceKey: string],
-  readonly [token: string, leaseMs: number, fenceRetentionMs: number],
+  readonly [lockKey: string, fenceKey: string, holderKey: string],
+  readonly [token: string, leaseMs: number, fenceRetentionMs: number, instanceId: string],
   number
 >(
   'acquire',
   `
-local lockKey, fenceKey = KEYS[1], KEYS[2]
-local token, leaseMs, fenceRetentionMs = ARGV[1], ARGV[2], ARGV[3]
+local lockKey, fenceKey, holderKey = KEYS[1], KEYS[2], KEYS[3]
+local token, leaseMs, fenceRetentionMs, instanceId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
-${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
   return fence
 end
 if redis.call('GET', lockKey) == token then

@@ -2,23 +2,25 @@ import { LuaScript } from './lua-script';
 
 /**
  * Compare-and-pexpire: renew (watchdog) or extend (user) the lease only while we still own it.
- * Keys: the lock key, its fence counter. Args: the token, the new lease in ms (counted from now
+ * Keys: the lock key, its fence counter, its holder record. Args: the token, the new lease in ms (counted from now
  * on Redis' clock), how long (ms) the fence counter outlives the lease.
  * Returns 1 when renewed, 0 when the key is gone or another holder owns it.
  */
 export const extendScript = new LuaScript<
-  readonly [lockKey: string, fenceKey: string],
+  readonly [lockKey: string, fenceKey: string, holderKey: string],
   readonly [token: string, leaseMs: number, fenceRetentionMs: number],
   0 | 1
 >(
   'extend',
   `
-local lockKey, fenceKey = KEYS[1], KEYS[2]
+local lockKey, fenceKey, holderKey = KEYS[1], KEYS[2], KEYS[3]
 local token, leaseMs, fenceRetentionMs = ARGV[1], ARGV[2], ARGV[3]
 if redis.call('GET', lockKey) == token then
   -- The counter follows the lease, so it never expires under a held lock.
   redis.call('PEXPIRE', fenceKey,
     string.format('%d', tonumber(leaseMs) + tonumber(fenceRetentionMs)))
+  -- The holder record lives exactly as long as the lease (absent if an older version granted it).
+  redis.call('PEXPIRE', holderKey, leaseMs)
   return redis.call('PEXPIRE', lockKey, leaseMs)
 end
 return 0

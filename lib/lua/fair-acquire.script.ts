@@ -1,4 +1,5 @@
 import { nextFenceLua } from './fence.lua';
+import { writeHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 
 /**
@@ -7,30 +8,41 @@ import { LuaScript } from './lua-script';
  * Keys: the lock, its fence counter, the queue (ZSET token → arrival, Redis µs), the waiters
  * (HASH token → "expiresAt lease": when its entry lapses unless refreshed, and the lease a
  * hand-off gives it, min(ttl, entry lifetime) — the waiter's own figure, so it knows the lease it
- * was handed whoever releases). All in one hash slot.
+ * was handed whoever releases), the holder record, the waiters' instance ids (HASH token → id, so
+ * a hand-off can write its new holder's record; kept apart from the entries, whose format older
+ * versions parse). All in one hash slot.
  * Args: the token (one per acquire call: its place in the queue), the lease in ms, '1' to queue
  * (or stay queued) when busy, the waiter entry lifetime in ms, how long (ms) the fence counter
- * outlives a lease it grants.
+ * outlives a lease it grants, this process's instance id.
  * Returns the fence (> 0) when granted now; {fence, pttl} when the lock is already ours (handed
  * to us by a release, or this is a re-send); {-(ms until worth retrying), fence counter} when
  * busy (the counter tells the caller which hand-offs to it are already history).
  */
 export const fairAcquireScript = new LuaScript<
-  readonly [lockKey: string, fenceKey: string, queueKey: string, waitersKey: string],
+  readonly [
+    lockKey: string,
+    fenceKey: string,
+    queueKey: string,
+    waitersKey: string,
+    holderKey: string,
+    waiterIdsKey: string,
+  ],
   readonly [
     token: string,
     leaseMs: number,
     queueIfBusy: '1' | '0',
     entryLifetimeMs: number,
     fenceRetentionMs: number,
+    instanceId: string,
   ],
   number | [number, number]
 >(
   'fair-acquire',
   `
 local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
 local token, leaseMs, queueIfBusy = ARGV[1], ARGV[2], ARGV[3]
-local entryLifetimeMs, fenceRetentionMs = ARGV[4], ARGV[5]
+local entryLifetimeMs, fenceRetentionMs, instanceId = ARGV[4], ARGV[5], ARGV[6]
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- Drop waiters that stopped refreshing their entry (crashed, or left without saying so).
@@ -41,6 +53,7 @@ while true do
   if entry and (tonumber(string.match(entry, '^%d+')) or 0) > now then break end
   redis.call('ZREM', queueKey, head)
   redis.call('HDEL', waitersKey, head)
+  redis.call('HDEL', waiterIdsKey, head)
 end
 local holder = redis.call('GET', lockKey)
 if holder == token then
@@ -51,7 +64,8 @@ if not holder and (not head or head == token) then
   redis.call('SET', lockKey, token, 'PX', leaseMs)
   redis.call('ZREM', queueKey, token)
   redis.call('HDEL', waitersKey, token)
-${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+  redis.call('HDEL', waiterIdsKey, token)
+${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
   return fence
 end
 local retry
@@ -68,6 +82,12 @@ if queueIfBusy == '1' then
   local handoffLease = math.min(tonumber(leaseMs), tonumber(entryLifetimeMs))
   local entry = string.format('%d %d', now + tonumber(entryLifetimeMs), handoffLease)
   redis.call('HSET', waitersKey, token, entry)
+  redis.call('HSET', waiterIdsKey, token, instanceId)
+  -- Its own check, not the queue's: a hash first written beside an older version's queue would
+  -- otherwise be left without a TTL.
+  if redis.call('PTTL', waiterIdsKey) < tonumber(entryLifetimeMs) then
+    redis.call('PEXPIRE', waiterIdsKey, entryLifetimeMs)
+  end
   -- The queue outlives no waiter: it goes when the last entry would have lapsed.
   if redis.call('PTTL', queueKey) < tonumber(entryLifetimeMs) then
     redis.call('PEXPIRE', queueKey, entryLifetimeMs)

@@ -1,4 +1,5 @@
 import { nextFenceLua } from './fence.lua';
+import { writeHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 import type { PublishCommand } from './release.script';
 
@@ -8,33 +9,46 @@ import type { PublishCommand } from './release.script';
  * free for a newcomer to take while someone queues. The new holder gets the short lease its entry
  * names (at most its entry's lifetime, so a waiter that died since its last refresh blocks no
  * longer than that), which it renews at once.
- * Keys: the lock, its fence counter, the queue, the waiters (as in fairAcquireScript).
+ * Keys: the lock, its fence counter, the queue, the waiters, the holder record, the waiters'
+ * instance ids (as in fairAcquireScript). A hand-off writes the new holder's record (none when
+ * that waiter queued under an older version, which wrote no id).
  * Args: the token, the publish command, how long (ms) the fence counter outlives the lease a
  * hand-off gives, the release channel (no KEY: see release.script).
  * Publishes "grant:<token>:<fence>" for a hand-off, else the releasing token.
  * Returns 1 when `token` held the lock (released or handed over), 0 otherwise.
  */
 export const fairReleaseScript = new LuaScript<
-  readonly [lockKey: string, fenceKey: string, queueKey: string, waitersKey: string],
+  readonly [
+    lockKey: string,
+    fenceKey: string,
+    queueKey: string,
+    waitersKey: string,
+    holderKey: string,
+    waiterIdsKey: string,
+  ],
   readonly [token: string, publish: PublishCommand, fenceRetentionMs: number, channel: string],
   0 | 1
 >(
   'fair-release',
   `
 local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
 local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 redis.call('ZREM', queueKey, token)
 redis.call('HDEL', waitersKey, token)
+redis.call('HDEL', waiterIdsKey, token)
 if redis.call('GET', lockKey) ~= token then return 0 end
-redis.call('DEL', lockKey)
+redis.call('DEL', lockKey, holderKey)
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 while true do
   local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
   if not head then break end
   local entry = redis.call('HGET', waitersKey, head)
+  local headId = redis.call('HGET', waiterIdsKey, head)
   redis.call('ZREM', queueKey, head)
   redis.call('HDEL', waitersKey, head)
+  redis.call('HDEL', waiterIdsKey, head)
   local expiresAt, lease = string.match(entry or '', '^(%d+) (%d+)$')
   expiresAt = tonumber(expiresAt) or 0
   if expiresAt > now then
@@ -43,6 +57,9 @@ while true do
     -- try sent before that refresh ran, so its own deadline is still within this one.)
     local handoff = math.max(1, math.min(tonumber(lease), expiresAt - now))
     redis.call('SET', lockKey, head, 'PX', handoff)
+    if headId then
+${writeHolderLua('holderKey', 'head', 'headId', 'handoff')}
+    end
 ${nextFenceLua('fenceKey', 'handoff + tonumber(fenceRetentionMs)')}
     redis.call(publish, channel, 'grant:' .. head .. ':' .. string.format('%d', fence))
     return 1

@@ -128,6 +128,13 @@ export interface RedisLockModuleOptions {
    */
   fenceRetention?: number;
   /**
+   * Names this process in the holder record written beside each lock it takes, which
+   * `LockService.inspect()`, `list()` and the `nestjs-redis-lock` command show. Read only by
+   * inspection: ownership is still the lock's random token alone.
+   * @default `${os.hostname()}:${process.pid}`
+   */
+  instanceId?: string;
+  /**
    * Lease length in ms. While a lock is held the watchdog renews it every `ttl / 3`, so a long
    * task keeps its lock and a crashed holder's lock frees within `ttl`.
    * @default 30000

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import type { RedisLockModuleOptions } from './redis-lock-options';
 import { resolveOptions } from './resolve-options';
@@ -27,6 +28,9 @@ describe('resolveOptions: bad values', () => {
     ['prefix', ''],
     ['startupCheck', 'loud'],
     ['startupCheck', true],
+    ['instanceId', ''],
+    ['instanceId', 42],
+    ['instanceId', 'x'.repeat(257)],
   ])('rejects %s = %p with RedisLockConfigError', (name, value) => {
     expect(failureOf(loose({ redis, [name]: value }))).toBeInstanceOf(RedisLockConfigError);
   });
@@ -50,6 +54,13 @@ describe('resolveOptions: bad values', () => {
       expect(failureOf({ redis: url })).toBeInstanceOf(RedisLockConfigError);
     },
   );
+});
+
+describe('resolveOptions: instanceId', () => {
+  it('defaults to <hostname>:<pid>, and takes any other non-empty name', () => {
+    expect(resolveOptions({ redis }).instanceId).toBe(`${hostname()}:${process.pid}`);
+    expect(resolveOptions({ redis, instanceId: 'pod billing-7' }).instanceId).toBe('pod billing-7');
+  });
 });
 
 describe('resolveOptions: unknown options', () => {

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { MAX_TIMER_MS } from '../util/clock';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
@@ -32,6 +33,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   fenceRetention: 60_000,
   errorDetails: 'safe',
   telemetry: { keys: 'none' },
+  instanceId: `${hostname()}:${process.pid}`,
 };
 
 /** Every option name, in the order the "valid options" hint lists them. */
@@ -58,6 +60,7 @@ const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   exceptionFactory: true,
   errorDetails: true,
   telemetry: true,
+  instanceId: true,
 };
 const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = { nodes: true, options: true };
 const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
@@ -115,6 +118,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertOneOf('startupCheck', resolved.startupCheck, ['warn', 'fail', 'off']);
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
+  assertInstanceId(resolved.instanceId);
   if (typeof resolved.fair !== 'boolean') {
     throw new RedisLockConfigError(messages.badOption('fair', resolved.fair, 'a boolean'));
   }
@@ -237,6 +241,18 @@ export function assertOneOf(name: string, value: unknown, allowed: string[]): vo
   if (typeof value !== 'string' || !allowed.includes(value)) {
     throw new RedisLockConfigError(
       messages.badOption(name, value, allowed.map((a) => `'${a}'`).join(' or ')),
+    );
+  }
+}
+
+/**
+ * The instance id is written into holder records as it is, read back up to the end of the record:
+ * any non-empty text, within a bound that keeps the record small next to its lease.
+ */
+function assertInstanceId(value: unknown): void {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 256) {
+    throw new RedisLockConfigError(
+      messages.badOption('instanceId', value, 'a non-empty string of at most 256 characters'),
     );
   }
 }

@@ -3,6 +3,7 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import type { EvictedLock, LockInfo, LockListPage } from '../backends/lock-info';
 import type { LockHandle } from '../engine/lock-handle';
 import { LockEngine, type EngineBackend } from '../engine/lock-engine';
 import type { LockEventListener, LockEventName } from '../engine/lock-events';
@@ -137,6 +138,53 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   async forceRelease(key: string): Promise<boolean> {
     assertLockKey(key, this.options.maxKeyLength);
     return this.engine.forceRelease(key);
+  }
+
+  /**
+   * Deletes `key`'s lock whoever holds it, as {@link forceRelease}, and resolves what it removed
+   * — the holder's fence and who held it — or null when nobody held it. One atomic step: what it
+   * reports is exactly what it deleted.
+   */
+  async evict(key: string): Promise<EvictedLock | null> {
+    assertLockKey(key, this.options.maxKeyLength);
+    return this.engine.inspection.evict(key);
+  }
+
+  /**
+   * Reads `key`'s lock without touching it: whether it is held, the lease left, the fence, who
+   * holds it (`instanceId`, since when) and in fair mode who queues. One atomic read; on Redlock
+   * a lock is held only where a quorum of nodes agree.
+   *
+   * @example
+   * ```ts
+   * const { held, holder, ttlMs } = await locks.inspect('nightly-job');
+   * ```
+   */
+  async inspect(key: string): Promise<LockInfo> {
+    assertLockKey(key, this.options.maxKeyLength);
+    return this.engine.inspection.inspect(key);
+  }
+
+  /**
+   * One page of the locks held under the prefix (SCAN; every primary of a Cluster), about `count`
+   * (default 100) of them, each as {@link inspect} reads it. Pass the page's `cursor` back for the
+   * next page; none means done. A lock held throughout is listed; one taken or freed meanwhile
+   * may or may not be.
+   *
+   * @example
+   * ```ts
+   * let cursor: string | undefined;
+   * do {
+   *   const page = await locks.list({ cursor });
+   *   page.locks.forEach((lock) => console.log(lock.key, lock.holder?.instanceId));
+   *   cursor = page.cursor;
+   * } while (cursor);
+   * ```
+   */
+  async list(options: { cursor?: string; count?: number } = {}): Promise<LockListPage> {
+    const count = options.count ?? 100;
+    assertPositive('count', count);
+    return this.engine.inspection.list(options.cursor, Math.ceil(count));
   }
 
   /**

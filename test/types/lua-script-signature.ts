@@ -13,29 +13,45 @@ import type { RedisCommander } from '../../lib/redis/redis-client';
 declare const client: RedisCommander;
 
 export async function accepted(): Promise<void> {
-  const fence: number = await acquireScript.run(client, ['lock', 'lock:fence'], ['t', 1_000, 60]);
-  const released: 0 | 1 = await releaseScript.run(client, ['lock'], ['t', 'PUBLISH', 'channel']);
+  const fence: number = await acquireScript.run(
+    client,
+    ['lock', 'lock:fence', 'lock:holder'],
+    ['t', 1_000, 60, 'id'],
+  );
+  const released: 0 | 1 = await releaseScript.run(
+    client,
+    ['lock', 'lock:holder'],
+    ['t', 'PUBLISH', 'channel'],
+  );
   const fair: number | [number, number] = await fairAcquireScript.run(
     client,
-    ['lock', 'fence', 'queue', 'waiters'],
-    ['t', 1_000, '1', 5_000, 60],
+    ['lock', 'fence', 'queue', 'waiters', 'holder', 'waiter-ids'],
+    ['t', 1_000, '1', 5_000, 60, 'id'],
   );
-  const renewed: (0 | 1)[] = await renewManyScript.run(client, ['a', 'a:fence'], [60, 't', 1_000]);
+  const renewed: (0 | 1)[] = await renewManyScript.run(
+    client,
+    ['a', 'a:fence', 'a:holder'],
+    [60, 't', 1_000],
+  );
   void [fence, released, fair, renewed];
 }
 
 export async function refused(): Promise<void> {
   // @ts-expect-error the fence counter key is missing
-  await acquireScript.run(client, ['lock'], ['t', 1_000, 60]);
+  await acquireScript.run(client, ['lock', 'lock:holder'], ['t', 1_000, 60, 'id']);
   // @ts-expect-error one argument too many
-  await acquireScript.run(client, ['lock', 'lock:fence'], ['t', 1_000, 60, 'extra']);
+  await acquireScript.run(client, ['l', 'l:fence', 'l:holder'], ['t', 1_000, 60, 'id', 'x']);
   // @ts-expect-error the lease and the token swapped
-  await acquireScript.run(client, ['lock', 'lock:fence'], [1_000, 't', 60]);
+  await acquireScript.run(client, ['lock', 'lock:fence', 'lock:holder'], [1_000, 't', 60, 'id']);
   // @ts-expect-error not a publish command
-  await releaseScript.run(client, ['lock'], ['t', 'SET', 'channel']);
+  await releaseScript.run(client, ['lock', 'lock:holder'], ['t', 'SET', 'channel']);
   // @ts-expect-error the fence retention comes first
-  await renewManyScript.run(client, ['a', 'a:fence'], ['t', 1_000]);
+  await renewManyScript.run(client, ['a', 'a:fence', 'a:holder'], ['t', 1_000]);
   // @ts-expect-error a fence is a number, not a string reply
-  const fence: string = await acquireScript.run(client, ['lock', 'lock:fence'], ['t', 1_000, 60]);
+  const fence: string = await acquireScript.run(
+    client,
+    ['lock', 'lock:fence', 'lock:holder'],
+    ['t', 1_000, 60, 'id'],
+  );
   void fence;
 }

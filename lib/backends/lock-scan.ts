@@ -1,0 +1,54 @@
+import type { Redis } from 'ioredis';
+import { lockKeyPattern } from '../keys/lock-keys';
+import { isClusterClient, type RedisClient } from '../redis/redis-client';
+
+/** One page of lock key names found by SCAN. */
+export interface LockNamesPage {
+  /** Lock key names (the lock's own key, not its fence or holder), without ioredis' keyPrefix. */
+  names: string[];
+  /** Where the next page starts; absent when every node has been scanned to the end. */
+  cursor?: string;
+}
+
+/**
+ * SCANs for the lock keys under `prefix`, at least `count` of them unless the scan ends first
+ * (SCAN's COUNT is a hint, so a page may hold a few more). On a Cluster it scans every primary in
+ * turn, in a fixed order; the cursor `"<node>:<scan cursor>"` says where it stopped. Like SCAN,
+ * a lock held for the whole listing is listed (at least once); one taken or freed meanwhile may
+ * be listed or not.
+ */
+export async function scanLockNames(
+  client: RedisClient,
+  prefix: string,
+  cursor: string | undefined,
+  count: number,
+): Promise<LockNamesPage> {
+  const keyPrefix = String(client.options.keyPrefix ?? '');
+  // SCAN's MATCH is not prefixed by ioredis: match the full names, and strip the keyPrefix after.
+  const pattern = lockKeyPattern(keyPrefix + prefix);
+  // A Cluster client knows its primaries once it has loaded the slots: any command waits for that.
+  if (isClusterClient(client) && client.nodes('master').length === 0) await client.ping();
+  const nodes = scanNodes(client);
+  let [node, scan] = parseCursor(cursor);
+  const names: string[] = [];
+  while (node < nodes.length && names.length < count) {
+    const [next, found] = await nodes[node]!.scan(scan, 'MATCH', pattern, 'COUNT', count);
+    names.push(...found.map((name) => name.slice(keyPrefix.length)));
+    if (next === '0') [node, scan] = [node + 1, '0'];
+    else scan = next;
+  }
+  return node < nodes.length ? { names, cursor: `${node}:${scan}` } : { names };
+}
+
+/** The servers to scan: the primaries of a Cluster, by address; else the one client. */
+function scanNodes(client: RedisClient): Redis[] {
+  if (!isClusterClient(client)) return [client];
+  const address = (redis: Redis): string => `${redis.options.host}:${redis.options.port}`;
+  return client.nodes('master').sort((a, b) => address(a).localeCompare(address(b)));
+}
+
+function parseCursor(cursor: string | undefined): [node: number, scan: string] {
+  const match = /^(\d+):(\d+)$/.exec(cursor ?? '0:0');
+  if (!match) throw new TypeError(`Not a lock listing cursor: ${cursor}`);
+  return [Number(match[1]), match[2]!];
+}

@@ -1,0 +1,109 @@
+/**
+ * The `nestjs-redis-lock` command end to end: spawned as a process against the shared Redis, its
+ * output and exit codes for ls, show and release --force, its refusals, and a holder that sees its
+ * lock removed at its next renewal.
+ */
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { Logger } from '@nestjs/common';
+import { onSharedRedis } from './support/lock-services';
+import { SHARED_REDIS_URL } from './support/shared-redis';
+import { waitFor } from './support/time';
+
+const root = resolve(__dirname, '..');
+
+/** Runs the command from its TypeScript source; resolves its exit code and output. */
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const argv = ['-r', './tools/ts-register.js', 'lib/cli/main.ts', ...args];
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      argv,
+      { cwd: root, env: { ...process.env, REDIS_URL: SHARED_REDIS_URL, ...env }, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        const code = error ? Number((error as { code?: unknown }).code ?? 1) : 0;
+        done({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+const { prefix, services } = onSharedRedis('cli');
+
+it('lists, shows and force-releases, and the holder loses its lock at its next renewal', async () => {
+  const app = services.create({ instanceId: 'billing-7', ttl: 1_500 });
+  const lock = await app.acquire('invoice:42');
+  const other = await app.acquire('invoice:43');
+
+  const ls = await cli(['ls', '--prefix', prefix]);
+  expect(ls).toMatchObject({ code: 0, stderr: '' });
+  expect(ls.stdout).toMatch(/^KEY\s+TTL_MS\s+FENCE\s+HOLDER\s+SINCE\s+WAITERS$/m);
+  expect(ls.stdout).toMatch(
+    new RegExp(`^invoice:42\\s+\\d+\\s+${lock.fence}\\s+billing-7\\s`, 'm'),
+  );
+  expect(ls.stdout).toMatch(/^invoice:43\s/m);
+
+  const lsJson = await cli(['ls', '--prefix', prefix, '--json']);
+  const listed = JSON.parse(lsJson.stdout) as { key: string }[];
+  expect(listed.map((entry) => entry.key).sort()).toEqual(['invoice:42', 'invoice:43']);
+
+  const show = await cli(['show', 'invoice:42', '--prefix', prefix]);
+  expect(show.code).toBe(0);
+  expect(show.stdout).toContain(`fence:   ${lock.fence}`);
+  expect(show.stdout).toMatch(/holder: {2}billing-7 since \d{4}-\d\d-\d\dT/);
+
+  const showJson = await cli(['show', 'invoice:42', '--prefix', prefix, '--json']);
+  expect(JSON.parse(showJson.stdout)).toMatchObject({
+    key: 'invoice:42',
+    held: true,
+    fence: lock.fence,
+    holder: { instanceId: 'billing-7' },
+  });
+
+  const refused = await cli(['release', 'invoice:42', '--prefix', prefix]);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain('without --force');
+  expect(await app.isLocked('invoice:42')).toBe(true);
+
+  const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  try {
+    const released = await cli(['release', 'invoice:42', '--force', '--prefix', prefix]);
+    expect(released).toMatchObject({ code: 0, stderr: '' });
+    expect(released.stdout.trim()).toMatch(
+      new RegExp(`^Released invoice:42: holder billing-7 since \\S+, fence ${lock.fence}\\.$`),
+    );
+    await waitFor(() => lock.signal.aborted, 3_000, 10); // renewal every 500 ms
+  } finally {
+    warn.mockRestore();
+  }
+
+  const again = await cli(['release', 'invoice:42', '--force', '--prefix', prefix]);
+  expect(again.code).toBe(1);
+  expect(again.stdout).toContain('not held');
+  const gone = await cli(['show', 'invoice:42', '--prefix', prefix]);
+  expect(gone).toMatchObject({ code: 1, stdout: 'invoice:42: not held\n' });
+  await other.release();
+  await lock.release().catch(() => undefined);
+});
+
+it('answers usage errors with 2, an unreachable Redis with 3, and --help with 0', async () => {
+  const [unknown, missingKey, badOption, help, unreachable] = await Promise.all([
+    cli(['frobnicate']),
+    cli(['show']),
+    cli(['ls', '--colour']),
+    cli(['--help']),
+    cli(['show', 'x'], { REDIS_URL: 'redis://127.0.0.1:1' }),
+  ]);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain('Unknown command "frobnicate"');
+  expect(missingKey.code).toBe(2);
+  expect(missingKey.stderr).toContain('show needs a <key>');
+  expect(badOption.code).toBe(2);
+  expect(help).toMatchObject({ code: 0, stderr: '' });
+  expect(help.stdout).toContain('Usage: nestjs-redis-lock');
+  expect(unreachable.code).toBe(3);
+  expect(unreachable.stderr).toContain('127.0.0.1:1');
+});
