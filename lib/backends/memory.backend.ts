@@ -2,7 +2,7 @@ import { clockDrift } from '../util/clock';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
 import type { ReleasePubSub } from '../redis/release-pubsub';
-import { DEFAULT_OPTIONS } from '../options/resolve-options';
+import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import type { EvictedLock, RawLockInfo } from './lock-info';
 import type { LockNamesPage } from './lock-scan';
 import { MemoryKeyspace, rawInfoOf } from './memory-keyspace';

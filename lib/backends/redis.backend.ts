@@ -24,7 +24,7 @@ import { releaseScript } from '../lua/release.script';
 import { renewManyScript } from '../lua/renew-many.script';
 import { inspectScript } from '../lua/inspect.script';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
-import { DEFAULT_OPTIONS } from '../options/resolve-options';
+import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { AcknowledgedGrants } from './acknowledged-grants';
 import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
 import { parseHolder, type EvictedLock, type RawLockInfo } from './lock-info';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { RedisLockError } from '../errors/redis-lock.error';
-import { DEFAULT_OPTIONS } from '../options/resolve-options';
+import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { LockService } from '../service/lock.service';
 import { formatEvicted, formatInfo, formatListing } from './format';
 

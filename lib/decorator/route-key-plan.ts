@@ -19,10 +19,7 @@ import {
   type RequestSource,
 } from './route-parameters';
 
-/**
- * The parts of a `@Locked` method's spec (`LockedSpec` in locked-spec.ts) a route key is planned
- * from. Named here because locked-spec.ts calls this file, so this one cannot import it back.
- */
+/** What a route key is planned from: the part of `LockedSpec`, which imports this file. */
 export interface RouteKeySpec {
   /** `Class.method`, for messages. */
   readonly where: string;

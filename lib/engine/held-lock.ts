@@ -37,8 +37,7 @@ export class HeldLock implements LockHandle {
    * after an extension and silently cut Redis' TTL below the deadline the extension set here.
    */
   leaseChange?: Promise<unknown>;
-  /** False for `renew: false`: the watchdog only watches the deadline. */
-  renews = true;
+  renews = true; // false for `renew: false`: the watchdog only watches the deadline
   /** Not handed to anyone yet (`extendUnseen`): a loss is not reported. */
   unseen = false;
 
@@ -47,7 +46,6 @@ export class HeldLock implements LockHandle {
   readonly redisKeys: LockRedisKeys;
   readonly token: string;
   readonly fence: number;
-  /** Monotonic time at which the granting command was sent: holds are timed from it. */
   readonly startedAt: number;
   readonly owner: object;
 

@@ -1,13 +1,9 @@
-import type { ArgumentsHost } from '@nestjs/common';
-import type { LockKeyError } from '../errors/lock-key.error';
-import type { LockLostError } from '../errors/lock-lost.error';
-import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import type { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import type { RedisCommandError } from '../errors/redis-command.error';
-import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { ClusterNode, ClusterOptions } from 'ioredis';
 import type { RedisConnectionOption } from '../redis/redis-client';
+import type { LockExceptionFactory } from './lock-failure';
 import type { TelemetryOptions } from './telemetry-options';
+
+export type { LockExceptionFactory, LockFailure } from './lock-failure';
 
 /** `WAIT`-based replica acknowledgement of a grant. */
 export interface ReplicaAckOptions {
@@ -56,25 +52,6 @@ export type StartupCheckMode = 'warn' | 'fail' | 'off';
 
 /** What a `@Locked` method (or `withLock`) does when its lock was lost while the work ran. */
 export type OnLostPolicy = 'throw' | 'log';
-
-/**
- * A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing,
- * or the service shutting down.
- */
-export type LockFailure =
-  | LockNotAcquiredError
-  | LockKeyError
-  | LockLostError
-  | RedisUnavailableError
-  | RedisCommandError
-  | LockServiceClosedError;
-
-/**
- * Turns a lock failure on an HTTP request into the exception Nest should send. Receives the
- * route's `ExecutionContext` (from `@Locked` routes) or the filter's `ArgumentsHost` (from
- * `LockExceptionFilter`); both have `switchToHttp()`. `Retry-After` is already set on busy answers.
- */
-export type LockExceptionFactory = (error: LockFailure, host: ArgumentsHost) => unknown;
 
 /** Options of `RedisLockModule.forRoot()` / `forRootAsync()`; every field has a default. */
 export interface RedisLockModuleOptions {

@@ -1,78 +1,17 @@
-import { hostname } from 'node:os';
 import { MAX_TIMER_MS } from '../util/clock';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { assertRedisUrl } from '../redis/redis-client';
-import { assertKnownOptions, type OptionNames } from './known-options';
+import { assertKnownOptions } from './known-options';
+import {
+  CLUSTER_OPTION_NAMES,
+  DEFAULT_OPTIONS,
+  OPTION_NAMES,
+  REDLOCK_OPTION_NAMES,
+  REPLICA_ACK_OPTION_NAMES,
+} from './option-defaults';
 import { resolveTelemetry } from './telemetry-options';
-import type {
-  ClusterConnectionOptions,
-  RedisLockModuleOptions,
-  RedlockOptions,
-  ReplicaAckOptions,
-  ResolvedRedisLockOptions,
-} from './redis-lock-options';
-
-/** The one place defaults live. */
-export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
-  redis: 'redis://127.0.0.1:6379',
-  prefix: 'lock:',
-  ttl: 30_000,
-  maxHold: Infinity,
-  wait: 0,
-  retryJitter: 10,
-  maxKeyLength: 512,
-  commandTimeout: 2_000,
-  shutdownGrace: 10_000,
-  startupCheck: 'warn',
-  onBusy: 'throw',
-  onLost: 'throw',
-  reentrant: true,
-  busyStatus: 409,
-  fair: false,
-  fenceRetention: 60_000,
-  errorDetails: 'safe',
-  telemetry: { keys: 'none' },
-  instanceId: `${hostname()}:${process.pid}`,
-};
-
-/** Every option name, in the order the "valid options" hint lists them. */
-const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
-  redis: true,
-  cluster: true,
-  redlock: true,
-  replicaAck: true,
-  fair: true,
-  prefix: true,
-  ttl: true,
-  wait: true,
-  retryJitter: true,
-  maxKeyLength: true,
-  commandTimeout: true,
-  fenceRetention: true,
-  shutdownGrace: true,
-  maxHold: true,
-  startupCheck: true,
-  onBusy: true,
-  onLost: true,
-  reentrant: true,
-  busyStatus: true,
-  exceptionFactory: true,
-  errorDetails: true,
-  telemetry: true,
-  instanceId: true,
-};
-const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = { nodes: true, options: true };
-const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
-  nodes: true,
-  nodeTimeout: true,
-  driftFactor: true,
-  restartGrace: true,
-};
-const REPLICA_ACK_OPTION_NAMES: OptionNames<ReplicaAckOptions> = {
-  minReplicas: true,
-  timeout: true,
-};
+import type { RedisLockModuleOptions, ResolvedRedisLockOptions } from './redis-lock-options';
 
 /**
  * Merges defaults and rejects bad values at startup, with a message that names the option. The

@@ -59,7 +59,6 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   readonly engine: LockEngine;
 
   constructor(options: RedisLockModuleOptions = {}) {
-    // A plain `new LockService()` leaves `givenBackend` undefined: the engine opens its own.
     this.engine = new LockEngine(resolveOptions(options), givenBackend);
   }
 
@@ -141,9 +140,8 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * Deletes `key`'s lock whoever holds it, as {@link forceRelease}, and resolves what it removed
-   * — the holder's fence and who held it — or null when nobody held it. One atomic step: what it
-   * reports is exactly what it deleted.
+   * Deletes `key`'s lock whoever holds it, as {@link forceRelease}, in one atomic step, and
+   * resolves what it deleted — the holder's fence and who held it — or null when nobody held it.
    */
   async evict(key: string): Promise<EvictedLock | null> {
     assertLockKey(key, this.options.maxKeyLength);

@@ -1,0 +1,73 @@
+import { hostname } from 'node:os';
+import type { OptionNames } from './known-options';
+import type {
+  ClusterConnectionOptions,
+  RedisLockModuleOptions,
+  RedlockOptions,
+  ReplicaAckOptions,
+  ResolvedRedisLockOptions,
+} from './redis-lock-options';
+
+/** The one place defaults live. */
+export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
+  redis: 'redis://127.0.0.1:6379',
+  prefix: 'lock:',
+  ttl: 30_000,
+  maxHold: Infinity,
+  wait: 0,
+  retryJitter: 10,
+  maxKeyLength: 512,
+  commandTimeout: 2_000,
+  shutdownGrace: 10_000,
+  startupCheck: 'warn',
+  onBusy: 'throw',
+  onLost: 'throw',
+  reentrant: true,
+  busyStatus: 409,
+  fair: false,
+  fenceRetention: 60_000,
+  errorDetails: 'safe',
+  telemetry: { keys: 'none' },
+  instanceId: `${hostname()}:${process.pid}`,
+};
+
+/** Every option name, in the order the "valid options" hint lists them. */
+export const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
+  redis: true,
+  cluster: true,
+  redlock: true,
+  replicaAck: true,
+  fair: true,
+  prefix: true,
+  ttl: true,
+  wait: true,
+  retryJitter: true,
+  maxKeyLength: true,
+  commandTimeout: true,
+  fenceRetention: true,
+  shutdownGrace: true,
+  maxHold: true,
+  startupCheck: true,
+  onBusy: true,
+  onLost: true,
+  reentrant: true,
+  busyStatus: true,
+  exceptionFactory: true,
+  errorDetails: true,
+  telemetry: true,
+  instanceId: true,
+};
+export const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = {
+  nodes: true,
+  options: true,
+};
+export const REDLOCK_OPTION_NAMES: OptionNames<RedlockOptions> = {
+  nodes: true,
+  nodeTimeout: true,
+  driftFactor: true,
+  restartGrace: true,
+};
+export const REPLICA_ACK_OPTION_NAMES: OptionNames<ReplicaAckOptions> = {
+  minReplicas: true,
+  timeout: true,
+};
