@@ -1,0 +1,92 @@
+// A/B check of two builds of the library (e.g. before and after a refactor), in one interleaved run:
+//   NODE_PATH=node_modules node tools/compare-builds.js <dist A> <dist B> [reps]
+// Per build: S1 (sequential acquire + release of fresh keys) and S2 (64 concurrent loops), on the
+// Redis at REDIS_URL under a unique prefix. Prints medians per build and the B/A ratio, with the
+// spread. Build each with `npx tsc -p tsconfig.build.json --outDir <dir>`.
+'use strict';
+const { performance } = require('node:perf_hooks');
+const path = require('node:path');
+
+const [dirA, dirB, repsArg] = process.argv.slice(2);
+if (!dirA || !dirB) {
+  console.error('usage: node tools/compare-builds.js <dist A> <dist B> [reps]');
+  process.exit(2);
+}
+const REPS = Number(repsArg ?? 5);
+const redis = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const S1_OPS = 3_000;
+const S2_MS = 1_500;
+const S2_LOOPS = 64;
+
+async function s1(locks, tag) {
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  for (let i = 0; i < S1_OPS; i++) {
+    const lock = await locks.acquire(`${tag}:${i}`);
+    await lock.release();
+  }
+  const ms = performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  return { opsPerS: (S1_OPS / ms) * 1000, cpuUsPerOp: (used.user + used.system) / S1_OPS };
+}
+
+async function s2(locks, tag) {
+  let ops = 0;
+  const end = performance.now() + S2_MS;
+  const loop = async (n) => {
+    for (let i = 0; performance.now() < end; i++) {
+      const lock = await locks.acquire(`${tag}:${n}:${i}`);
+      await lock.release();
+      ops++;
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: S2_LOOPS }, (_, n) => loop(n)));
+  return { opsPerS: (ops / (performance.now() - start)) * 1000 };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const range = (xs) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
+
+async function main() {
+  const builds = [dirA, dirB].map((dir) => ({
+    dir,
+    LockService: require(path.resolve(dir, 'index.js')).LockService,
+    s1: [],
+    cpu: [],
+    s2: [],
+  }));
+  const prefix = `ab:${process.pid}:`;
+  for (let rep = 0; rep < REPS; rep++) {
+    const order = rep % 2 === 0 ? builds : [...builds].reverse();
+    for (const build of order) {
+      const locks = new build.LockService({ redis, prefix, startupCheck: 'off' });
+      await s1(locks, `warm:${rep}`); // connections and JIT
+      const one = await s1(locks, `s1:${rep}`);
+      const many = await s2(locks, `s2:${rep}`);
+      build.s1.push(one.opsPerS);
+      build.cpu.push(one.cpuUsPerOp);
+      build.s2.push(many.opsPerS);
+      await locks.close();
+    }
+  }
+  for (const b of builds) {
+    console.log(
+      `${b.dir}: S1 ${median(b.s1).toFixed(0)} ops/s (${range(b.s1)}), ` +
+        `${median(b.cpu).toFixed(1)} CPU µs/op (${range(b.cpu)}); S2 ${median(b.s2).toFixed(0)} ops/s (${range(b.s2)})`,
+    );
+  }
+  const [a, b] = builds;
+  console.log(
+    `B/A: S1 ${(median(b.s1) / median(a.s1)).toFixed(3)}×, CPU/op ${(median(b.cpu) / median(a.cpu)).toFixed(3)}×, ` +
+      `S2 ${(median(b.s2) / median(a.s2)).toFixed(3)}× (medians of ${REPS} interleaved repetitions)`,
+  );
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
