@@ -6,6 +6,7 @@ import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import type { LockSource } from '../locking/lock-source';
 import { LockService } from '../service/lock.service';
 import { warnIfEventsDrop } from '../transports/messages/event-handlers';
+import { bindFactoryResults } from './factory-binding';
 import { assertLockableResolver } from './graphql/locked-resolver';
 import { bindLockSource, injectedLockSource, LOCK_SOURCE } from './locked-binding';
 import { orderLockedInterceptorLast } from './locked-order';
@@ -48,7 +49,10 @@ export class LockedExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);
-    for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, false);
+    for (const wrapper of this.discovery.getProviders()) {
+      bindFactoryResults(wrapper);
+      this.explore(wrapper, false);
+    }
   }
 
   private explore(wrapper: InstanceWrapper, isController: boolean): void {

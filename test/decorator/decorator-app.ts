@@ -1,4 +1,4 @@
-import type { INestApplication, ModuleMetadata, Type } from '@nestjs/common';
+import type { INestApplication, ModuleMetadata, Provider, Type } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
@@ -9,7 +9,7 @@ export interface DecoratorAppOptions extends Pick<ModuleMetadata, 'imports'> {
   /** Key prefix on the shared Redis: one per test file (`uniquePrefix()`). */
   prefix: string;
   controllers?: Type[];
-  providers?: Type[];
+  providers?: Provider[];
   /** RedisLockModule options on top of `redis` and `prefix`. */
   lock?: Omit<RedisLockModuleOptions, 'prefix'>;
   /** Listen on an ephemeral port (needed to fire many requests at once with supertest). */

@@ -132,6 +132,7 @@ class OverridingJobs extends SingletonJobs {
 }
 
 const FACTORY_JOBS = 'FACTORY_JOBS';
+const PER_REQUEST_FACTORY_JOBS = 'PER_REQUEST_FACTORY_JOBS';
 const VALUE_JOBS = 'VALUE_JOBS';
 
 describe('@Locked on every kind of provider', () => {
@@ -153,7 +154,17 @@ describe('@Locked on every kind of provider', () => {
       app = await createDecoratorApp({
         prefix,
         controllers: [JobsController],
-        providers: [RequestJobs, DurableJobs, RequestAwareJobs],
+        providers: [
+          RequestJobs,
+          DurableJobs,
+          RequestAwareJobs,
+          // Nest calls the factory per request and injects nothing into what it returns.
+          {
+            provide: PER_REQUEST_FACTORY_JOBS,
+            useFactory: (req: { tenant: string }) => Object.assign(new LazyJobs(), { req }),
+            inject: [REQUEST],
+          },
+        ],
         listen: true,
       });
     });
@@ -219,6 +230,13 @@ describe('@Locked on every kind of provider', () => {
       gateOf('p2').release();
       expect((await first).status).toBe(200);
       expect((await second).status).toBe(200);
+    });
+
+    it('an instance a factory builds per request (the factory depends on REQUEST)', async () => {
+      const context = ContextIdFactory.create();
+      app.registerRequestByContextId({ tenant: 't2' }, context);
+      const jobs = await app.resolve<LazyJobs>(PER_REQUEST_FACTORY_JOBS, context);
+      await expect(jobs.run('pf')).resolves.toBe('job:pf');
     });
 
     it('a durable provider and one that depends on REQUEST, resolved per context', async () => {
