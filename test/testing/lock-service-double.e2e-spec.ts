@@ -9,6 +9,7 @@ import request from 'supertest';
 import {
   currentLock,
   Locked,
+  LockLostError,
   LockNotAcquiredError,
   LockService,
   RedisLockModule,
@@ -31,6 +32,12 @@ class OrderService {
 
   @Locked('order:<orderId>', { onBusy: 'skip' })
   async placeIfFree(orderId: string): Promise<string> {
+    return `placed ${orderId}`;
+  }
+
+  @Locked('order:<orderId>')
+  async placeSlowly(orderId: string, meanwhile: () => void): Promise<string> {
+    meanwhile();
     return `placed ${orderId}`;
   }
 
@@ -115,6 +122,19 @@ describe('LockService overridden by a test double', () => {
   it("resolves undefined without running the method when busy and onBusy is 'skip'", async () => {
     double.acquire.mockRejectedValueOnce(new LockNotAcquiredError('order:42', 0));
     await expect(moduleRef.get(OrderService).placeIfFree('42')).resolves.toBeUndefined();
+  });
+
+  it("rejects with the LockLostError the handle's signal aborted with while the method ran", async () => {
+    const controller = new AbortController();
+    const lost = new LockLostError('order:8', 'not-owner');
+    double.acquire.mockImplementationOnce(async (key: string) => {
+      const handle = { ...fakeHandle(key), signal: controller.signal };
+      handles.push(handle);
+      return handle;
+    });
+    const running = moduleRef.get(OrderService).placeSlowly('8', () => controller.abort(lost));
+    await expect(running).rejects.toBe(lost);
+    expect(handles[0]!.release).toHaveBeenCalledTimes(1);
   });
 
   it('joins the lock a call chain holds through the double (re-entrancy): one acquire', async () => {
