@@ -1,5 +1,6 @@
 import { Inject, Optional } from '@nestjs/common';
 import type { LockSource } from '../locking/lock-source';
+import { lockSourceFor } from '../locking/public-lock-source';
 
 /**
  * The token `RedisLockModule` provides its `LockService` under (an alias of it) for `@Locked`.
@@ -29,10 +30,14 @@ export function injectLockSource(prototype: object): void {
   Optional()(prototype, INJECTED);
 }
 
-/** The LockService an instance was given, if any. */
+/**
+ * The LockService an instance was given, if any — a test double of it through its public API
+ * (`lockSourceFor`).
+ */
 export function injectedLockSource(instance: unknown): LockSource | undefined {
   if (instance === null || typeof instance !== 'object') return undefined;
-  return (instance as { [INJECTED]?: LockSource })[INJECTED];
+  const given = (instance as { [INJECTED]?: object | null })[INJECTED];
+  return given ? lockSourceFor(given) : undefined;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import type { LockSource } from '../locking/lock-source';
+import { lockSourceFor } from '../locking/public-lock-source';
 import { LockService } from '../service/lock.service';
 import { warnIfEventsDrop } from '../transports/messages/event-handlers';
 import { bindFactoryResults } from './factory-binding';
@@ -71,7 +72,7 @@ export class LockedExplorer implements OnModuleInit {
     // With several RedisLockModules (scoped ones), each explorer takes the classes that lock
     // through its own service, so each is checked once, with its own module defaults.
     const locks = this.lockSourceOf(wrapper, instance, first.spec);
-    if (locks !== this.locks) return;
+    if (locks !== lockSourceFor(this.locks)) return;
 
     const gateway = wrapper.metatype ? Reflect.hasMetadata(WS_GATEWAY, wrapper.metatype) : false;
     for (const { method, spec } of locked) {
@@ -106,7 +107,8 @@ export class LockedExplorer implements OnModuleInit {
     const injected = injectedLockSource(instance);
     if (injected) return injected;
     const seen = wrapper.host && providerSeenBy(wrapper.host, LOCK_SOURCE);
-    const locks = seen?.instance as LockSource | undefined;
+    const found = seen?.instance as object | undefined;
+    const locks = found ? lockSourceFor(found) : undefined;
     if (!locks) {
       const owner = wrapper.metatype?.name ?? (spec.owner as { name?: string }).name ?? 'A class';
       throw new RedisLockConfigError(messages.noLockService(owner, wrapper.host?.name ?? '?'));

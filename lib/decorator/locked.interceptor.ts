@@ -33,6 +33,7 @@ import type { LockFailure } from '../options/redis-lock-options';
 import { lockContext, type LockedRoute } from '../locking/lock-context';
 import type { LockedCall } from '../locking/locked-call';
 import type { LockSource } from '../locking/lock-source';
+import { lockSourceFor, type ServiceLockSource } from '../locking/public-lock-source';
 import { observeLocked } from '../locking/run-locked';
 import { isEventHandler, logEventFailure } from '../transports/messages/event-handlers';
 import { toTransportException } from '../transports/messages/lock-transport-error';
@@ -64,11 +65,16 @@ const SSE_METADATA = '__sse__';
  */
 @Injectable()
 export class LockedInterceptor implements NestInterceptor {
+  /** The LockService routes lock through; a test double of it through its public API. */
+  private readonly locks?: ServiceLockSource;
+
   constructor(
     // By the module's global alias, not the class: another copy of the package finds it too.
-    @Optional() @Inject(LOCK_SOURCE) private readonly locks?: LockService,
+    @Optional() @Inject(LOCK_SOURCE) locks?: LockService,
     @Optional() private readonly adapterHost?: HttpAdapterHost,
-  ) {}
+  ) {
+    this.locks = locks && lockSourceFor(locks);
+  }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const handler = context.getHandler();

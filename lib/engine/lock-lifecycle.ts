@@ -84,7 +84,7 @@ export class LockLifecycle {
   }
 
   /** The span of a locked section, or undefined when no tracer provider is registered. */
-  holdSpan(lock: HeldLock, reentrant: boolean): HoldSpan | undefined {
+  holdSpan(lock: Pick<HeldLock, 'key' | 'fence'>, reentrant: boolean): HoldSpan | undefined {
     return this.telemetry.spans?.startHold(lock.key, lock.fence, reentrant);
   }
 

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { monotonicNow, suspendedSince } from '../util/clock';
-import type { HeldLock } from '../engine/held-lock';
+import type { HeldLease } from './held-lease';
 import { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
 import { ScopedLock } from './scoped-lock';
@@ -26,7 +26,7 @@ export class Hold {
   private readonly startedAt: number;
 
   private constructor(
-    readonly lock: HeldLock,
+    readonly lock: HeldLease,
     /** How many holds of this lock have not ended yet; shared by all of them. */
     private readonly open: { count: number },
     /** This hold's own bound (a joined hold may set one), in ms. */
@@ -42,7 +42,7 @@ export class Hold {
   }
 
   /** The first hold of a lock just acquired (bounded by the lock's own `maxHold`). */
-  static of(lock: HeldLock): Hold {
+  static of(lock: HeldLease): Hold {
     return new Hold(lock, { count: 0 });
   }
 
@@ -126,7 +126,7 @@ export class Hold {
  * A release that never throws: its failure must not mask the work's own result or error, and the
  * TTL frees the key anyway. Resolves `'unknown'` when Redis did not answer in time.
  */
-export function releaseQuietly(lock: HeldLock): Promise<boolean | 'unknown'> {
+export function releaseQuietly(lock: HeldLease): Promise<boolean | 'unknown'> {
   return lock.release().catch((error: unknown) => {
     logger.warn(messages.releaseFailed(lock.key, String(error)));
     return 'unknown' as const;

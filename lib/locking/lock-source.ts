@@ -18,11 +18,13 @@ export interface LockSource {
   >;
   /**
    * The engine behind the locks: re-entrancy tells its holds apart from another source's by it,
-   * keys a held lock by its Redis key, and times locked sections (`lifecycle`). Left out of the published declarations, so
-   * `LockService` does not show it either.
+   * keys a held lock by its Redis key, and times locked sections (`lifecycle`). Left out of the
+   * published declarations, so `LockService` does not show it either.
    * @internal
    */
-  readonly engine: Pick<LockEngine, 'keysOf'> & Partial<Pick<LockEngine, 'lifecycle'>>;
+  readonly engine: {
+    keysOf(key: string): { readonly lock: string };
+  } & Partial<Pick<LockEngine, 'lifecycle'>>;
   /** Acquires `key`, or rejects with `LockNotAcquiredError` when the wait runs out. */
   acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
 }

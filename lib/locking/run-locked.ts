@@ -1,15 +1,16 @@
 import { Observable, type Subscription } from 'rxjs';
-import type { HeldLock } from '../engine/held-lock';
 import type { LockHandle } from '../engine/lock-handle';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { WithLockOptions } from '../options/lock-call-options';
 import type { OnBusyPolicy } from '../options/redis-lock-options';
 import { assertMaxHold } from '../options/resolve-options';
+import type { HeldLease } from './held-lease';
 import { Hold, releaseQuietly } from './holds';
 import type { LockSource } from './lock-source';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
+import { lockSourceFor } from './public-lock-source';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
 export interface RunLockedOptions extends WithLockOptions {
@@ -21,14 +22,16 @@ export interface RunLockedOptions extends WithLockOptions {
  * otherwise acquires; runs `fn` in a frame that carries its hold, and ends the hold after. The
  * last hold of a lock releases it. `fn`'s own errors pass through untouched; a lock lost while it
  * ran becomes `LockLostError` after it settles. Resolves `undefined` without running `fn` when
- * busy and `onBusy` is `'skip'`.
+ * busy and `onBusy` is `'skip'`. A source that is not this package's `LockService` (a test
+ * double) is used through its public `acquire` and `LockHandle` only.
  */
 export async function runLocked<T>(
-  locks: LockSource,
+  given: LockSource,
   key: string,
   options: RunLockedOptions,
   fn: (lock: LockHandle) => T | Promise<T>,
 ): Promise<T> {
+  const locks = lockSourceFor(given);
   const parent = lockContext.getStore();
   // Joined synchronously, at call time: a caller that does not await this call cannot end the
   // last hold (and release) before this one counts.
@@ -67,12 +70,13 @@ export async function runLocked<T>(
  * left, until it settles. The lock's signal, as the source sees it, aborts when the hold ends.
  */
 export function observeLocked<T>(
-  locks: LockSource,
+  given: LockSource,
   key: string,
   options: RunLockedOptions,
   source: (call: LockedCall) => Observable<T>,
   mapError: (error: unknown) => unknown = (error) => error,
 ): Observable<T> {
+  const locks = lockSourceFor(given);
   return new Observable<T>((subscriber) => {
     const parent = lockContext.getStore();
     const joined = joinHeld(locks, key, options, parent);
@@ -216,9 +220,10 @@ async function acquireOrSkip(
   locks: LockSource,
   key: string,
   options: RunLockedOptions,
-): Promise<HeldLock | null> {
+): Promise<HeldLease | null> {
   try {
-    return (await locks.acquire(key, options)) as HeldLock;
+    // A source `lockSourceFor` returned: the engine's `HeldLock`, or a double's `HandleLease`.
+    return (await locks.acquire(key, options)) as HeldLease;
   } catch (error) {
     if (
       error instanceof LockNotAcquiredError &&

@@ -1,4 +1,4 @@
-import type { HeldLock } from '../engine/held-lock';
+import type { HeldLease } from './held-lease';
 import type { LockHandle } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
@@ -29,7 +29,7 @@ export class ScopedLock implements LockHandle {
   private endedWith?: unknown;
 
   constructor(
-    private readonly lock: HeldLock,
+    private readonly lock: HeldLease,
     private readonly hold: OwningHold,
   ) {}
 

@@ -5,6 +5,7 @@ import { messages } from '../errors/messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { isInternalLockSource } from '../locking/public-lock-source';
 import { LockService } from '../service/lock.service';
 import { ConnectionWatch, explain, type ClientWatch } from '../redis/connection-watch';
 import { isClusterClient } from '../redis/redis-client';
@@ -24,6 +25,8 @@ export class RedisLockStartupCheck implements OnModuleInit {
   constructor(private readonly locks: LockService) {}
 
   async onModuleInit(): Promise<void> {
+    // A test double in place of the LockService (`overrideProvider`) has no Redis to check.
+    if (!isInternalLockSource(this.locks)) return;
     const mode = this.locks.options.startupCheck;
     if (mode === 'off') return;
     const { line, warnings, problem } = await checkRedis(this.locks.engine);

@@ -10,6 +10,7 @@ import type { LockEventListener, LockEventName } from '../engine/lock-events';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { assertLockKey } from '../keys/lock-keys';
 import type { LockSource } from '../locking/lock-source';
+import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
 import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
 import type {
@@ -248,3 +249,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     return { key, ttl, wait, maxHold, renew: options.renew ?? true, signal: options.signal };
   }
 }
+
+// `@Locked` uses a LockService's locks directly, and anything else in its place (a test double)
+// through the public API only.
+markInternalLockSource(LockService.prototype);

@@ -1,0 +1,75 @@
+import { Logger } from '@nestjs/common';
+import type { LockHandle } from '../engine/lock-handle';
+import { LockLostError } from '../errors/lock-lost.error';
+import type { HeldLease } from './held-lease';
+
+const logger = new Logger('RedisLock');
+
+/** The signal of a handle that has none (an auto-mock's): it never aborts. */
+const neverAborted = new AbortController().signal;
+
+/**
+ * A handle from a lock source that is not this package's `LockService` (a test double), as holds
+ * see a lock: used through the public `LockHandle` interface only — its signal tells a loss, and
+ * `release()` ends it. A loss of the lock is the double's to report; a hold's own `maxHold` is
+ * logged here, the double having no events to emit it on. Members the handle lacks (an
+ * auto-mock's `acquire` resolves `undefined`) read as a lock that stays held until released.
+ */
+export class HandleLease implements HeldLease {
+  readonly redisKeys: { readonly lock: string };
+
+  private readonly handle: Partial<LockHandle>;
+
+  constructor(
+    handle: LockHandle | undefined,
+    /** The key it was acquired for. */
+    readonly key: string,
+    /** The adapter of the source it came from: re-entrancy joins holds of that source only. */
+    readonly owner: object,
+    /** The source's own namespace in a call chain's frame, apart from every other source's. */
+    frameKey: string,
+  ) {
+    this.handle = handle ?? {};
+    this.redisKeys = { lock: frameKey };
+  }
+
+  get token(): string {
+    return this.handle.token ?? '';
+  }
+  get fence(): number {
+    return this.handle.fence ?? 0;
+  }
+  get validUntil(): number {
+    return this.handle.validUntil ?? Infinity;
+  }
+  get isHeld(): boolean {
+    return this.handle.isHeld ?? !this.signal.aborted;
+  }
+  get signal(): AbortSignal {
+    return this.handle.signal ?? neverAborted;
+  }
+
+  /** The signal's reason when it aborted: a `LockLostError` as given, any other as `not-owner`. */
+  get lost(): LockLostError | undefined {
+    const signal = this.signal;
+    if (!signal.aborted) return undefined;
+    const reason: unknown = signal.reason;
+    return reason instanceof LockLostError ? reason : new LockLostError(this.key, 'not-owner');
+  }
+
+  expireIfDue(): boolean {
+    return this.signal.aborted;
+  }
+
+  reportHoldLost(error: LockLostError): void {
+    logger.warn(error.message);
+  }
+
+  async extend(ms?: number): Promise<void> {
+    await this.handle.extend?.(ms);
+  }
+
+  async release(): Promise<boolean> {
+    return (await this.handle.release?.()) ?? true;
+  }
+}

@@ -1,0 +1,28 @@
+import type { LockHandle } from '../engine/lock-handle';
+import type { LockLostError } from '../errors/lock-lost.error';
+
+/**
+ * A lock as holds see it: what `Hold` and `ScopedLock` read and call. The engine's `HeldLock` is
+ * one; a handle from a test double of `LockService`, seen through its public `LockHandle` only,
+ * is another (`HandleLease`).
+ */
+export interface HeldLease {
+  readonly key: string;
+  readonly token: string;
+  readonly fence: number;
+  readonly validUntil: number;
+  readonly isHeld: boolean;
+  readonly signal: AbortSignal;
+  /** Whose lock it is (an engine, or a double's adapter): re-entrancy joins only its own. */
+  readonly owner: object;
+  /** The name a call chain's frame keeps its hold under. */
+  readonly redisKeys: { readonly lock: string };
+  /** The loss, if the lock was lost. */
+  readonly lost: LockLostError | undefined;
+  /** Declares the lock lost if its deadline has passed; true when it is lost. */
+  expireIfDue(): boolean;
+  /** One re-entrant hold reached its own `maxHold`: reports it as a loss to its work. */
+  reportHoldLost(error: LockLostError, handle: LockHandle): void;
+  extend(ms?: number): Promise<void>;
+  release(): Promise<boolean>;
+}
