@@ -1,8 +1,12 @@
 import { Controller, Delete, Get, HttpCode, Injectable, type OnModuleInit } from '@nestjs/common';
 import { LockService } from 'nestjs-redis-lock';
 
+/** Waits kept per key family; the percentiles are over these. */
+const MAX_WAITS = 10_000;
+
 /** What one family of lock keys (`order`, `stock`, `settlement`: the key up to its first `:`) saw. */
 export interface LockFamilyStats {
+  /** `'acquired'` events since the start or the last reset (the waits: the latest 10 000). */
   acquired: number;
   busy: number;
   /** Acquire wait (`waitedMs` of `'acquired'`), ms, median and 99th percentile. */
@@ -19,6 +23,7 @@ export interface LockFamilyStats {
 @Injectable()
 export class LockStats implements OnModuleInit {
   private waits = new Map<string, number[]>();
+  private acquired = new Map<string, number>();
   private busy = new Map<string, number>();
 
   constructor(private readonly locks: LockService) {}
@@ -27,7 +32,10 @@ export class LockStats implements OnModuleInit {
     this.locks
       .on('acquired', ({ key, waitedMs }) => {
         const family = familyOf(key);
+        this.acquired.set(family, (this.acquired.get(family) ?? 0) + 1);
         const waits = this.waits.get(family) ?? [];
+        // A replica runs for days (the cron job locks every second): keep the latest waits only.
+        if (waits.length >= MAX_WAITS) waits.shift();
         waits.push(waitedMs);
         this.waits.set(family, waits);
       })
@@ -45,7 +53,7 @@ export class LockStats implements OnModuleInit {
         return [
           family,
           {
-            acquired: waits.length,
+            acquired: this.acquired.get(family) ?? 0,
             busy: this.busy.get(family) ?? 0,
             waitP50Ms: percentile(waits, 0.5),
             waitP99Ms: percentile(waits, 0.99),
@@ -57,6 +65,7 @@ export class LockStats implements OnModuleInit {
 
   reset(): void {
     this.waits = new Map();
+    this.acquired = new Map();
     this.busy = new Map();
   }
 }

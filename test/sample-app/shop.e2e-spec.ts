@@ -13,6 +13,7 @@ import {
   type Attempt,
   type BurstSummary,
 } from '../../sample-app/harness/burst';
+import { readLockStats } from '../../sample-app/harness/lock-stats';
 import { startFleet, type Fleet } from '../../sample-app/harness/replicas';
 import { killAllWorkers } from '../support/processes';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis-server';
@@ -211,6 +212,17 @@ describe('voucher shop on 3 replicas with locks', () => {
       },
       error: {},
     });
+  });
+
+  it("counts each replica's lock events at GET /lock-stats: a busy event behind every 409 busy", async () => {
+    const stats = await Promise.all(fleet!.urls.map(readLockStats));
+    const sum = (family: string, field: 'acquired' | 'busy') =>
+      stats.reduce((total, replica) => total + (replica[family]?.[field] ?? 0), 0);
+    expect(sum('order', 'busy') + sum('stock', 'busy')).toBe(summary.byReason.busy ?? 0);
+    expect(sum('stock', 'acquired')).toBeGreaterThanOrEqual(summary.orders);
+    for (const replica of stats) {
+      expect(replica.order!.waitP99Ms).toBeGreaterThanOrEqual(replica.order!.waitP50Ms);
+    }
   });
 
   it('shuts down gracefully on SIGTERM, closing its Redis connections', async () => {
