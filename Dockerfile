@@ -7,8 +7,10 @@ FROM node:20-alpine
 WORKDIR /app
 ENV NODE_ENV=production
 
-# Dependencies first, for layer caching. The Nest packages, ioredis and typescript are
-# devDependencies of the library, and the shop needs them at run time: install them too.
+# Dependencies first, for layer caching. The Nest packages, ioredis, typescript, @nestjs/terminus
+# and the OpenTelemetry SDK and Prometheus exporter (for /health and /metrics) are devDependencies
+# of the library, and the shop needs them at run time: install them too (`--include=dev`, which
+# NODE_ENV=production would otherwise leave out).
 COPY package.json package-lock.json ./
 RUN npm ci --include=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 

@@ -6,6 +6,7 @@ const shared = {
   moduleNameMapper: {
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
     '^nestjs-redis-lock/testing$': '<rootDir>/lib/testing/index.ts',
+    '^nestjs-redis-lock/health$': '<rootDir>/lib/health/index.ts',
   },
 };
 

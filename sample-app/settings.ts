@@ -20,6 +20,8 @@ export interface ShopSettings {
   seedVouchers: ReadonlyArray<{ voucherId: string; stock: number }>;
   /** Whether the settlement cron job runs on this replica (`SETTLEMENT=off` stops it). */
   settlement: boolean;
+  /** `GET /metrics` with the OpenTelemetry metrics, lock metrics included (`METRICS=off` drops it). */
+  metrics: boolean;
 }
 
 export const SHOP_SETTINGS = Symbol('SHOP_SETTINGS');
@@ -56,6 +58,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): ShopSettings
     replica: env.REPLICA || `${hostname()}:${port}`,
     seedVouchers: parseSeed(env.SEED_VOUCHERS ?? '', problems),
     settlement: flag('SETTLEMENT'),
+    metrics: flag('METRICS'),
   };
   if (problems.length > 0) {
     throw new Error(`Invalid shop configuration:\n  - ${problems.join('\n  - ')}`);

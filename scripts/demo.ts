@@ -15,6 +15,11 @@ import {
   summarize,
   type BurstSummary,
 } from '../sample-app/harness/burst';
+import {
+  readLockStats,
+  resetLockStats,
+  type LockFamilyStats,
+} from '../sample-app/harness/lock-stats';
 import { startFleet } from '../sample-app/harness/replicas';
 import { startRedis, type RedisServer } from '../test/support/redis-server';
 
@@ -29,6 +34,8 @@ const SETTLE_MS = 2_200;
 
 interface Outcome extends BurstSummary {
   settled: number;
+  /** LOCKS=on only: each replica's lock events during the measured burst, per key family. */
+  lockStats?: { replica: string; families: Record<string, LockFamilyStats> }[];
 }
 
 /** What to undo if the demo is interrupted, in the order it was set up: see the signal handler. */
@@ -67,6 +74,7 @@ async function run(redisUrl: string, prefix: string): Promise<number> {
   const on = await scenario(redisUrl, `${prefix}on:`, true);
   console.log();
   printTable(off, on);
+  printLockStats(on);
   return verdict(off, on);
 }
 
@@ -91,13 +99,25 @@ async function scenario(redisUrl: string, prefix: string, locks: boolean): Promi
         voucherId: VOUCHER,
         users: USERS,
         attemptsPerUser: ATTEMPTS,
+        // The replicas count their lock events from here: the warm-up burst is left out.
+        afterWarmUp: locks
+          ? async () => void (await Promise.all(fleet.urls.map(resetLockStats)))
+          : undefined,
       });
       const summary = summarize(attempts, await readVoucher(fleet.urls[1]!, VOUCHER), REPLICAS);
+      const lockStats = locks
+        ? await Promise.all(
+            fleet.replicas.map(async ({ name, url }) => ({
+              replica: name,
+              families: await readLockStats(url),
+            })),
+          )
+        : undefined;
       process.stdout.write('done; letting the settlement job run … ');
       await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
       const { settled } = await readVoucher(fleet.urls[2]!, VOUCHER);
       process.stdout.write('stopping.\n');
-      return { ...summary, settled };
+      return { ...summary, settled, lockStats };
     },
   );
 }
@@ -132,6 +152,37 @@ function printTable(off: Outcome, on: Outcome): void {
   console.log(`${''.padEnd(width)}${cell('---------')}${cell('--------')}`);
   for (const [name, value] of rows) {
     console.log(`${name.padEnd(width)}${cell(value(off))}${cell(value(on))}`);
+  }
+  console.log();
+}
+
+/**
+ * What each replica's `LockService.on('acquired' | 'busy')` listeners saw in the locked burst,
+ * for the two locks of an order (the settlement job's, busy on all but one replica each second by
+ * design, is left out). Wait: the acquire call, waiting included, as `lock.acquire.duration`.
+ */
+function printLockStats(on: Outcome): void {
+  if (!on.lockStats) return;
+  const families: [string, string][] = [
+    ['order', 'order:<user> (wait 0)'],
+    ['stock', 'stock:<voucher> (queue)'],
+  ];
+  const width = Math.max(...on.lockStats.map((r) => r.replica.length)) + 2;
+  const label = Math.max(...families.map(([, name]) => name.length)) + 2;
+  const cell = (value: string | number) => String(value).padStart(10);
+  const ms = (value: number) => `${value >= 10 ? Math.round(value) : value.toFixed(1)} ms`;
+  console.log("LOCKS=on burst, per replica, from LockService.on('acquired' | 'busy'):");
+  console.log(
+    `${''.padEnd(width + label)}${cell('acquired')}${cell('busy')}${cell('wait p50')}${cell('wait p99')}`,
+  );
+  for (const { replica, families: stats } of on.lockStats) {
+    for (const [family, name] of families) {
+      const s = stats[family] ?? { acquired: 0, busy: 0, waitP50Ms: 0, waitP99Ms: 0 };
+      console.log(
+        `${replica.padEnd(width)}${name.padEnd(label)}${cell(s.acquired)}${cell(s.busy)}` +
+          `${cell(ms(s.waitP50Ms))}${cell(ms(s.waitP99Ms))}`,
+      );
+    }
   }
   console.log();
 }

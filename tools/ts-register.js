@@ -57,5 +57,6 @@ require.extensions['.ts'] = (module, filename) => {
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, ...rest) {
   if (request === 'nestjs-redis-lock') request = path.join(root, 'lib/index.ts');
+  if (request === 'nestjs-redis-lock/health') request = path.join(root, 'lib/health/index.ts');
   return resolve.call(this, request, ...rest);
 };

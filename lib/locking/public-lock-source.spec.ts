@@ -1,6 +1,6 @@
 import type { LockHandle } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
-import { DEFAULT_OPTIONS } from '../options/resolve-options';
+import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { HandleLease } from './handle-lease';
 import { isInternalLockSource, lockSourceFor, markInternalLockSource } from './public-lock-source';
 

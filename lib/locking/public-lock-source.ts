@@ -1,7 +1,7 @@
 import type { LockHandle } from '../engine/lock-handle';
 import type { AcquireOptions } from '../options/lock-call-options';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
-import { DEFAULT_OPTIONS } from '../options/resolve-options';
+import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { HandleLease } from './handle-lease';
 import type { LockSource } from './lock-source';
 

@@ -25,6 +25,8 @@ export interface BurstPlan {
    * @default true
    */
   warmUp?: boolean;
+  /** Runs between the warm-up and the measured burst (the demo clears the replicas' lock stats). */
+  afterWarmUp?: () => Promise<void>;
 }
 
 /**
@@ -39,6 +41,7 @@ export async function fireBurst(plan: BurstPlan): Promise<Attempt[]> {
       await resetVoucher(plan.urls[0]!, voucherId, plan.users * plan.attemptsPerUser);
       await fire(agent, { ...plan, voucherId });
     }
+    await plan.afterWarmUp?.();
     return await fire(agent, plan);
   } finally {
     agent.destroy();

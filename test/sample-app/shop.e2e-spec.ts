@@ -13,8 +13,10 @@ import {
   type Attempt,
   type BurstSummary,
 } from '../../sample-app/harness/burst';
+import { readLockStats } from '../../sample-app/harness/lock-stats';
 import { startFleet, type Fleet } from '../../sample-app/harness/replicas';
 import { killAllWorkers } from '../support/processes';
+import { startRedis, stopAllRedis, type RedisServer } from '../support/redis-server';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
@@ -28,8 +30,25 @@ const REPLICAS = 3;
 const redis = redisClient();
 afterAll(async () => {
   await killAllWorkers(); // a backstop: each fleet is stopped by its own afterAll
+  await stopAllRedis();
   await redis.quit();
 });
+
+/** The sum over every series of `name` in a Prometheus text exposition (labels ignored). */
+function metricSum(exposition: string, name: string): number | undefined {
+  const series = exposition
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+    .map((line) => Number(line.slice(line.lastIndexOf(' ') + 1)));
+  return series.length === 0 ? undefined : series.reduce((sum, value) => sum + value, 0);
+}
+
+async function scrape(url: string): Promise<string> {
+  const response = await fetch(`${url}/metrics`);
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toContain('text/plain');
+  return response.text();
+}
 
 /** Starts the fleet, creates the voucher, fires the burst, reads the result. */
 async function runBurst(fleet: Fleet): Promise<{ attempts: Attempt[]; summary: BurstSummary }> {
@@ -159,6 +178,53 @@ describe('voucher shop on 3 replicas with locks', () => {
     }
   });
 
+  it('exposes the lock metrics of each replica at GET /metrics, in the Prometheus text format', async () => {
+    const expositions = await Promise.all(fleet!.urls.map(scrape));
+    const total = (name: string) =>
+      expositions.reduce((sum, text) => sum + (metricSum(text, name) ?? 0), 0);
+    for (const text of expositions) {
+      // Every replica took locks: its order and stock locks, and the settlement job's.
+      expect(metricSum(text, 'lock_acquired_total')).toBeGreaterThan(0);
+      expect(text).toContain('# TYPE lock_acquire_duration histogram');
+      expect(text).toMatch(/^lock_held\{lock_mode="default"/m);
+    }
+    // Each order sold took an order lock and a stock lock; each 409 busy was a busy acquire.
+    expect(total('lock_acquired_total')).toBeGreaterThanOrEqual(2 * summary.orders);
+    expect(total('lock_busy_total')).toBeGreaterThanOrEqual(summary.byReason.busy ?? 0);
+    expect(total('lock_busy_total')).toBeGreaterThan(0);
+    expect(total('lock_hold_duration_count')).toBeGreaterThan(0);
+    expect(total('lock_lost_total')).toBe(0);
+  });
+
+  it('answers GET /health through terminus: up, with the locks details', async () => {
+    const response = await fetch(`${fleet!.urls[0]}/health`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      status: 'ok',
+      info: {
+        shop: { status: 'up', replica: 'replica-1', locks: 'on' },
+        locks: {
+          status: 'up',
+          redis: { reachable: true },
+          renewals: { running: true, failingInRow: 0 },
+          held: expect.any(Number),
+        },
+      },
+      error: {},
+    });
+  });
+
+  it("counts each replica's lock events at GET /lock-stats: a busy event behind every 409 busy", async () => {
+    const stats = await Promise.all(fleet!.urls.map(readLockStats));
+    const sum = (family: string, field: 'acquired' | 'busy') =>
+      stats.reduce((total, replica) => total + (replica[family]?.[field] ?? 0), 0);
+    expect(sum('order', 'busy') + sum('stock', 'busy')).toBe(summary.byReason.busy ?? 0);
+    expect(sum('stock', 'acquired')).toBeGreaterThanOrEqual(summary.orders);
+    for (const replica of stats) {
+      expect(replica.order!.waitP99Ms).toBeGreaterThanOrEqual(replica.order!.waitP50Ms);
+    }
+  });
+
   it('shuts down gracefully on SIGTERM, closing its Redis connections', async () => {
     await fleet!.stop();
     for (const replica of fleet!.replicas) {
@@ -184,5 +250,54 @@ describe('control: the same burst with LOCKS=off', () => {
     const { attempts, summary } = await runBurst(fleet);
     expect(summary.duplicates + summary.oversold).toBeGreaterThan(0);
     expect(attempts.filter((a) => a.status === 0 || a.status >= 500)).toEqual([]);
+  });
+
+  it('answers GET /health without a locks entry (no LockService), and records no lock metrics', async () => {
+    const health = await fetch(`${fleet!.urls[0]}/health`);
+    expect(health.status).toBe(200);
+    const body = (await health.json()) as { info: Record<string, unknown> };
+    expect(body.info).toEqual({
+      shop: { status: 'up', replica: 'replica-1-nolock', locks: 'off' },
+    });
+    expect(metricSum(await scrape(fleet!.urls[0]!), 'lock_acquired_total')).toBeUndefined();
+  });
+});
+
+describe('voucher shop health with its Redis paused', () => {
+  let server: RedisServer | undefined;
+  let fleet: Fleet | undefined;
+
+  afterAll(async () => {
+    server?.resume();
+    await fleet?.stop();
+    await server?.stop();
+  });
+
+  it('answers GET /health with 503 and the reason while Redis does not answer, 200 again after', async () => {
+    // A private redis-server: pausing the shared one would stall every other suite.
+    server = await startRedis();
+    fleet = await startFleet({
+      redisUrl: server.url,
+      prefix: uniquePrefix('sample-shop-down'),
+      locks: true,
+      count: 1,
+      env: { SETTLEMENT: 'off' },
+    });
+    const url = `${fleet.urls[0]}/health`;
+    expect((await fetch(url)).status).toBe(200);
+
+    server.pause();
+    const down = await fetch(url);
+    expect(down.status).toBe(503);
+    const body = (await down.json()) as {
+      status: string;
+      error: { locks: { status: string; redis: { reachable: boolean }; reasons: string[] } };
+    };
+    expect(body.status).toBe('error');
+    expect(body.error.locks).toMatchObject({ status: 'down', redis: { reachable: false } });
+    expect(body.error.locks.reasons.join(' ')).toContain('Redis is unreachable');
+
+    server.resume();
+    await waitFor(async () => (await fetch(url)).status === 200, 10_000, 200);
   });
 });
