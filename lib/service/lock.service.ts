@@ -5,7 +5,8 @@ import {
 } from '@nestjs/common';
 import type { EvictedLock, LockInfo, LockListPage } from '../backends/lock-info';
 import type { LockHandle } from '../engine/lock-handle';
-import { LockEngine, type EngineBackend } from '../engine/lock-engine';
+import { LockEngine } from '../engine/lock-engine';
+import { givenBackend } from './given-backend';
 import type { LockEventListener, LockEventName } from '../engine/lock-events';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { assertLockKey } from '../keys/lock-keys';
@@ -30,26 +31,6 @@ import {
  */
 export type LockLostListener = LockEventListener<'lost'>;
 
-/** The backend the LockService under construction runs on, set by `lockServiceOn()` only. */
-let givenBackend: EngineBackend | undefined;
-
-/**
- * A LockService on `backend` instead of the connection its options name: the seam the testing
- * module builds its in-memory service with. Not part of the public API (the package exports
- * neither it nor this file). @internal
- */
-export function lockServiceOn(
-  backend: EngineBackend,
-  options: RedisLockModuleOptions = {},
-): LockService {
-  givenBackend = backend;
-  try {
-    return new LockService(options);
-  } finally {
-    givenBackend = undefined;
-  }
-}
-
 /**
  * Distributed locks on Redis. Injected by `RedisLockModule`; usable on its own as
  * `new LockService({ redis: 'redis://…' })` (then call `close()` when done).
@@ -60,7 +41,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   readonly engine: LockEngine;
 
   constructor(options: RedisLockModuleOptions = {}) {
-    this.engine = new LockEngine(resolveOptions(options), givenBackend);
+    this.engine = new LockEngine(resolveOptions(options), givenBackend());
   }
 
   /** The module options with defaults filled in. */

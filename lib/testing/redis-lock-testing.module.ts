@@ -4,7 +4,8 @@ import { MemoryLockBackend } from '../backends/memory.backend';
 import { RedisLockModule } from '../module/redis-lock.module';
 import { REDIS_LOCK_OPTIONS } from '../module/redis-lock.module-definition';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
-import { LockService, lockServiceOn } from '../service/lock.service';
+import { lockServiceOn } from './lock-service-on';
+import { LockService } from '../service/lock.service';
 
 /**
  * The options of `RedisLockModule.forRoot()` without the connection ones: the locks live in this

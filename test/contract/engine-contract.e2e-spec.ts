@@ -20,7 +20,7 @@ import {
 } from 'nestjs-redis-lock';
 import { RedisLockTestingModule, type RedisLockTestingOptions } from 'nestjs-redis-lock/testing';
 import { MemoryLockBackend } from '../../lib/backends/memory.backend';
-import { lockServiceOn } from '../../lib/service/lock.service';
+import { lockServiceOn } from '../../lib/testing/lock-service-on';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { now, sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
