@@ -1,11 +1,4 @@
-import {
-  context,
-  metrics,
-  trace,
-  ROOT_CONTEXT,
-  type Context,
-  type ContextManager,
-} from '@opentelemetry/api';
+import { context, metrics, trace } from '@opentelemetry/api';
 import {
   AggregationTemporality,
   MeterProvider,
@@ -17,33 +10,7 @@ import {
   BatchSpanProcessor,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
-import { AsyncLocalStorage } from 'node:async_hooks';
-
-/** The active context carried across awaits, as the Node SDK's context manager does. */
-class AsyncContextManager implements ContextManager {
-  private readonly storage = new AsyncLocalStorage<Context>();
-  active(): Context {
-    return this.storage.getStore() ?? ROOT_CONTEXT;
-  }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
-    ctx: Context,
-    fn: F,
-    thisArg?: ThisParameterType<F>,
-    ...args: A
-  ): ReturnType<F> {
-    return this.storage.run(ctx, () => fn.apply(thisArg, args));
-  }
-  bind<T>(_ctx: Context, target: T): T {
-    return target;
-  }
-  enable(): this {
-    return this;
-  }
-  disable(): this {
-    this.storage.disable();
-    return this;
-  }
-}
+import { AsyncContextManager } from '../../test/support/async-context-manager';
 
 /** Exporters that drop what they get: the SDK's own work is measured, not a network. */
 const dropSpans: SpanExporter = {

@@ -1,11 +1,4 @@
-import {
-  context,
-  metrics,
-  trace,
-  ROOT_CONTEXT,
-  type Context,
-  type ContextManager,
-} from '@opentelemetry/api';
+import { context, metrics, trace } from '@opentelemetry/api';
 import {
   AggregationTemporality,
   InMemoryMetricExporter,
@@ -19,39 +12,10 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncContextManager } from './async-context-manager';
 
 /** The scope the library records under. */
 export const SCOPE = 'nestjs-redis-lock';
-
-/**
- * The active context carried across awaits, as the Node SDK's AsyncLocalStorage context manager
- * does (that package is not a dependency here): parent/child relations need one.
- */
-class AsyncContextManager implements ContextManager {
-  private readonly storage = new AsyncLocalStorage<Context>();
-  active(): Context {
-    return this.storage.getStore() ?? ROOT_CONTEXT;
-  }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
-    ctx: Context,
-    fn: F,
-    thisArg?: ThisParameterType<F>,
-    ...args: A
-  ): ReturnType<F> {
-    return this.storage.run(ctx, () => fn.apply(thisArg, args));
-  }
-  bind<T>(_ctx: Context, target: T): T {
-    return target;
-  }
-  enable(): this {
-    return this;
-  }
-  disable(): this {
-    this.storage.disable();
-    return this;
-  }
-}
 
 /** An OpenTelemetry SDK registered globally, exporting to memory; `uninstall()` it after. */
 export function installOtelSdk() {
