@@ -1,0 +1,46 @@
+/**
+ * Review findings on the @Locked fast path / double path split (lockSourceFor).
+ */
+import { randomUUID } from 'node:crypto';
+import { LockService, type LockHandle } from 'nestjs-redis-lock';
+import { runLocked } from '../../lib/locking/run-locked';
+
+const redis = 'redis://127.0.0.1:6379';
+
+describe('review: the brand and the fast path', () => {
+  let service: LockService;
+  beforeEach(() => {
+    service = new LockService({ redis, prefix: `review-dual:${randomUUID()}:` });
+  });
+  afterEach(() => service.close());
+
+  it('a second copy of the package (another module registry) re-enters a lock the first copy holds', async () => {
+    // Another copy of the library, as an ESM and a CJS build (or two node_modules copies) are.
+    let otherRunLocked!: typeof runLocked;
+    jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      otherRunLocked = (require('../../lib/locking/run-locked') as typeof import('../../lib/locking/run-locked')).runLocked;
+    });
+    expect(otherRunLocked).not.toBe(runLocked);
+    // The brand is Symbol.for: the other copy takes this service as its own (the fast path).
+    const inner = await service.withLock('k', () =>
+      otherRunLocked(service, 'k', { onBusy: 'throw' }, () => 'inner ran'),
+    );
+    expect(inner).toBe('inner ran');
+  });
+
+  it('a real LockService whose acquire is spied on with a stand-in handle still runs the method', async () => {
+    const fake: LockHandle = {
+      key: 'k',
+      token: 't',
+      fence: 1,
+      validUntil: Date.now() + 10_000,
+      isHeld: true,
+      signal: new AbortController().signal,
+      extend: async () => undefined,
+      release: async () => true,
+    } as unknown as LockHandle;
+    jest.spyOn(service, 'acquire').mockResolvedValue(fake);
+    await expect(runLocked(service, 'k', { onBusy: 'throw' }, () => 'ran')).resolves.toBe('ran');
+  });
+});
