@@ -18,8 +18,10 @@ describe('review: the brand and the fast path', () => {
     // Another copy of the library, as an ESM and a CJS build (or two node_modules copies) are.
     let otherRunLocked!: typeof runLocked;
     jest.isolateModules(() => {
+      type RunLockedModule = typeof import('../../lib/locking/run-locked');
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      otherRunLocked = (require('../../lib/locking/run-locked') as typeof import('../../lib/locking/run-locked')).runLocked;
+      const other = require('../../lib/locking/run-locked') as RunLockedModule;
+      otherRunLocked = other.runLocked;
     });
     expect(otherRunLocked).not.toBe(runLocked);
     // The brand is Symbol.for: the other copy takes this service as its own (the fast path).
@@ -39,7 +41,7 @@ describe('review: the brand and the fast path', () => {
       signal: new AbortController().signal,
       extend: async () => undefined,
       release: async () => true,
-    } as unknown as LockHandle;
+    };
     jest.spyOn(service, 'acquire').mockResolvedValue(fake);
     await expect(runLocked(service, 'k', { onBusy: 'throw' }, () => 'ran')).resolves.toBe('ran');
   });

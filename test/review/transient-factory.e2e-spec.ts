@@ -22,7 +22,10 @@ class Boss {
 
 @Module({
   imports: [
-    RedisLockModule.forRoot({ redis: 'redis://127.0.0.1:6379', prefix: `review-tf:${randomUUID()}:` }),
+    RedisLockModule.forRoot({
+      redis: 'redis://127.0.0.1:6379',
+      prefix: `review-tf:${randomUUID()}:`,
+    }),
   ],
   providers: [{ provide: 'WORKER', scope: Scope.TRANSIENT, useFactory: () => new Worker() }, Boss],
 })
