@@ -33,6 +33,10 @@ export function bindFactoryResults(wrapper: InstanceWrapper): void {
     const built: unknown = Reflect.apply(factory, this, args);
     return built instanceof Promise ? built.then(bind) : bind(built);
   };
+  // A transient factory's results for static consumers were built at bootstrap, before this wrap.
+  if (wrapper.isTransient) {
+    for (const made of wrapper.getStaticTransientInstances()) bind(made?.instance);
+  }
   Object.defineProperty(wrapped, WRAPPED, { value: true });
   wrapper.metatype = wrapped;
 }

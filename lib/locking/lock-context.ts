@@ -27,7 +27,9 @@ export interface LockedRoute {
  * Carries held locks down the async call chain. Only `run()` is used (never `enterWith()`), so a
  * frame never leaks into unrelated work. Key values are never read from here.
  */
-export const lockContext = new AsyncLocalStorage<LockFrame>();
+export const lockContext: AsyncLocalStorage<LockFrame> = ((globalThis as Record<symbol, unknown>)[
+  Symbol.for('nestjs-redis-lock:lock-context')
+] ??= new AsyncLocalStorage<LockFrame>()) as AsyncLocalStorage<LockFrame>;
 
 /**
  * The lock held by the running `@Locked` method or `withLock` callback, or `undefined` outside one

@@ -11,6 +11,7 @@ import type { LockSource } from './lock-source';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
 import { lockSourceFor } from './public-lock-source';
+import { HandleLease } from './handle-lease';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
 export interface RunLockedOptions extends WithLockOptions {
@@ -223,7 +224,10 @@ async function acquireOrSkip(
 ): Promise<HeldLease | null> {
   try {
     // A source `lockSourceFor` returned: the engine's `HeldLock`, or a double's `HandleLease`.
-    return (await locks.acquire(key, options)) as HeldLease;
+    const acquired = (await locks.acquire(key, options)) as Partial<HeldLease> & LockHandle;
+    // A real service whose `acquire` was replaced (a spy, a subclass) may hand back a plain handle.
+    if (acquired && acquired.owner === locks.engine) return acquired as HeldLease;
+    return new HandleLease(acquired, key, locks.engine, locks.engine.keysOf(key).lock);
   } catch (error) {
     if (
       error instanceof LockNotAcquiredError &&
