@@ -28,7 +28,10 @@ export interface LockedRoute {
  * frame never leaks into unrelated work. Key values are never read from here.
  */
 export const lockContext: AsyncLocalStorage<LockFrame> = ((globalThis as Record<symbol, unknown>)[
-  Symbol.for('nestjs-redis-lock:lock-context')
+  // One per process, shared by every copy of the package (as the LockService brand is), so a
+  // second copy re-enters what the first holds. Versioned: bump it when the frame's shape changes,
+  // so copies of incompatible versions keep separate frames.
+  Symbol.for('nestjs-redis-lock:lock-context:1')
 ] ??= new AsyncLocalStorage<LockFrame>()) as AsyncLocalStorage<LockFrame>;
 
 /**

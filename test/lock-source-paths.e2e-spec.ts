@@ -1,13 +1,16 @@
 /**
- * Review findings on the @Locked fast path / double path split (lockSourceFor).
+ * `@Locked` and `withLock` take a real LockService's locks directly and a test double's through
+ * its public API. A second copy of the package must still re-enter a lock the first holds, and a
+ * real service whose `acquire` was replaced (a spy) must not crash or strand its handle.
  */
 import { randomUUID } from 'node:crypto';
 import { LockService, type LockHandle } from 'nestjs-redis-lock';
-import { runLocked } from '../../lib/locking/run-locked';
+import { runLocked } from '../lib/locking/run-locked';
+import { SHARED_REDIS_URL } from './support/shared-redis';
 
-const redis = 'redis://127.0.0.1:6379';
+const redis = SHARED_REDIS_URL;
 
-describe('review: the brand and the fast path', () => {
+describe('the lock source paths', () => {
   let service: LockService;
   beforeEach(() => {
     service = new LockService({ redis, prefix: `review-dual:${randomUUID()}:` });
@@ -18,9 +21,9 @@ describe('review: the brand and the fast path', () => {
     // Another copy of the library, as an ESM and a CJS build (or two node_modules copies) are.
     let otherRunLocked!: typeof runLocked;
     jest.isolateModules(() => {
-      type RunLockedModule = typeof import('../../lib/locking/run-locked');
+      type RunLockedModule = typeof import('../lib/locking/run-locked');
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const other = require('../../lib/locking/run-locked') as RunLockedModule;
+      const other = require('../lib/locking/run-locked') as RunLockedModule;
       otherRunLocked = other.runLocked;
     });
     expect(otherRunLocked).not.toBe(runLocked);

@@ -1,12 +1,12 @@
 /**
- * Review finding: a transient factory provider consumed by a singleton is called at bootstrap,
- * before the explorer wraps factories (onModuleInit), and the explorer binds static instances
- * only: what it built has no LockService.
+ * A transient factory provider consumed by a singleton is called at bootstrap, before the explorer
+ * wraps factories: what it built then must get its module's LockService too.
  */
 import { Inject, Injectable, Module, Scope } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { currentLock, Locked, RedisLockModule } from 'nestjs-redis-lock';
 import { randomUUID } from 'node:crypto';
+import { SHARED_REDIS_URL } from '../support/shared-redis';
 
 class Worker {
   @Locked('work:<id>')
@@ -23,7 +23,7 @@ class Boss {
 @Module({
   imports: [
     RedisLockModule.forRoot({
-      redis: 'redis://127.0.0.1:6379',
+      redis: SHARED_REDIS_URL,
       prefix: `review-tf:${randomUUID()}:`,
     }),
   ],
