@@ -31,7 +31,9 @@ export function bindFactoryResults(wrapper: InstanceWrapper): void {
   };
   const wrapped = function (this: unknown, ...args: unknown[]): unknown {
     const built: unknown = Reflect.apply(factory, this, args);
-    return built instanceof Promise ? built.then(bind) : bind(built);
+    // Any thenable, not only a native Promise: a factory may return another library's promise.
+    const then = (built as { then?: unknown } | null)?.then;
+    return typeof then === 'function' ? (built as PromiseLike<unknown>).then(bind) : bind(built);
   };
   // A transient factory's results for static consumers were built at bootstrap, before this wrap.
   if (wrapper.isTransient) {
