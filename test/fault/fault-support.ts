@@ -50,14 +50,17 @@ export const lockCommand = {
   },
 };
 
-/** Lease keys (not fence counters) under `prefix` right now, via SCAN. */
+/**
+ * Lease keys under `prefix` right now, via SCAN: `<prefix>{<key>}`, not the fence counters, holder
+ * records or fair-mode queues beside them (`{<key>}:…`).
+ */
 export async function leaseKeysUnder(redis: Redis, prefix: string): Promise<string[]> {
   const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
   const found: string[] = [];
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    found.push(...keys.filter((key) => !key.endsWith(':fence')));
+    found.push(...keys.filter((key) => key.endsWith('}')));
     cursor = next;
   } while (cursor !== '0');
   return found.sort();
