@@ -8,6 +8,7 @@ import { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';
 import { MAX_FAILURES_KEPT } from './renewal-record';
 import { Watchdog, type RenewFn } from './watchdog';
+import { memoryOperations } from '../../test/support/memory-operations';
 
 const silent = { warn: () => undefined } as unknown as Logger;
 
@@ -26,15 +27,7 @@ describe('Watchdog.status() (fake timers)', () => {
     backend = new MemoryLockBackend({ now: () => Date.now() });
     renew = (locks) => backend.renewMany(locks);
     watchdog = new Watchdog((locks) => renew(locks), silent);
-    operations = {
-      extendLease: (lock, ms) => backend.extend(lock.redisKeys, lock.token, ms),
-      releaseLease: (lock) => backend.release(lock.redisKeys, lock.token),
-      untrack: (lock) => watchdog.remove(lock),
-      drift: () => 0,
-      reportLost: () => undefined,
-      reportReleased: () => undefined,
-      rescheduled: (lock) => watchdog.reschedule(lock),
-    };
+    operations = memoryOperations(backend, watchdog);
   });
 
   afterEach(() => {

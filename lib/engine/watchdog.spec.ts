@@ -6,6 +6,7 @@ import { useClockSource } from '../util/clock';
 import { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';
 import { Watchdog, type RenewFn } from './watchdog';
+import { memoryOperations } from '../../test/support/memory-operations';
 
 const silent = { warn: () => undefined } as unknown as Logger;
 
@@ -30,15 +31,7 @@ describe('Watchdog (in-memory backend, fake timers)', () => {
       batches.push(locks.map((lock) => lock.key));
       return renew(locks);
     }, silent);
-    operations = {
-      extendLease: (lock, ms) => backend.extend(lock.redisKeys, lock.token, ms),
-      releaseLease: (lock) => backend.release(lock.redisKeys, lock.token),
-      untrack: (lock) => watchdog.remove(lock),
-      drift: () => 0,
-      reportLost: (_lock, error) => void lost.push(error),
-      reportReleased: () => undefined,
-      rescheduled: (lock) => watchdog.reschedule(lock),
-    };
+    operations = memoryOperations(backend, watchdog, lost);
   });
 
   afterEach(() => {
