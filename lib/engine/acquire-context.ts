@@ -1,3 +1,4 @@
+import type { LeaseKind } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
@@ -15,7 +16,7 @@ export interface AcquireContext {
   readonly engine: LockOperations<HeldLock>;
   /** True once shutdown has begun: tries are refused from then on. */
   isClosing(): boolean;
-  keysOf(key: string): LockRedisKeys;
+  keysOf(key: string, kind?: LeaseKind): LockRedisKeys;
   /** A backend command, bounded by `commandTimeout`, failing as a lock call reports it. */
   bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T>;
   /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */

@@ -1,3 +1,4 @@
+import type { LeaseKind } from '../keys/lease-kind';
 import type { HeldLock } from './held-lock';
 
 /** One acquisition request, validated by the caller. */
@@ -9,6 +10,8 @@ export interface AcquireRequest {
   maxHold: number;
   renew: boolean;
   signal?: AbortSignal;
+  /** What the lease grants (default: the key alone, a mutex). */
+  kind?: LeaseKind;
 }
 
 /** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */

@@ -4,6 +4,7 @@ import { createBackend } from '../backends/create-backend';
 import type { FairLockBackend, LockBackend } from '../backends/lock-backend';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
+import type { LeaseKind } from '../keys/lease-kind';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
@@ -47,7 +48,9 @@ export class LockEngine implements LockOperations<HeldLock> {
   private readonly watchdog: Watchdog;
   private readonly notifier: ReleaseNotifier;
   private readonly cleanups: BackgroundCleanups;
-  private readonly acquirer: Acquirer;
+  /** Plain tries serve every kind of lease; fair mode's queue (when on) orders exclusive ones. */
+  private readonly plain: Acquirer;
+  private readonly fair?: Acquirer;
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
   /** Set when shutdown begins: acquires are refused from then on. */
@@ -85,13 +88,12 @@ export class LockEngine implements LockOperations<HeldLock> {
     const bounded = this.bounded.bind(this);
     this.releaser = new LeaseReleaser(backend, this.fairBackend, this.notifier, bounded);
     this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);
-    this.acquirer = this.fairBackend
-      ? new FairAcquirer(this.acquireContext(), this.fairBackend)
-      : new PlainAcquirer(this.acquireContext(), backend);
+    this.plain = new PlainAcquirer(this.acquireContext(), backend);
+    if (this.fairBackend) this.fair = new FairAcquirer(this.acquireContext(), this.fairBackend);
   }
 
-  keysOf(key: string): LockRedisKeys {
-    return lockRedisKeys(this.options.prefix, key);
+  keysOf(key: string, kind?: LeaseKind): LockRedisKeys {
+    return lockRedisKeys(this.options.prefix, key, kind);
   }
 
   /**
@@ -99,7 +101,9 @@ export class LockEngine implements LockOperations<HeldLock> {
    * Redis and a release hands the lock to the first in line.
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    const call = this.lifecycle.acquire(request.key, () => this.acquirer.acquire(request));
+    const exclusive = (request.kind?.type ?? 'exclusive') === 'exclusive';
+    const acquirer = exclusive ? (this.fair ?? this.plain) : this.plain;
+    const call = this.lifecycle.acquire(request.key, () => acquirer.acquire(request));
     this.calls.add(call);
     const forget = (): void => void this.calls.delete(call);
     call.then(forget, forget);
@@ -221,7 +225,7 @@ export class LockEngine implements LockOperations<HeldLock> {
       notifier: this.notifier,
       engine: this,
       isClosing: () => this.closing,
-      keysOf: (key) => this.keysOf(key),
+      keysOf: (key, kind) => this.keysOf(key, kind),
       bounded: (command, operation, subject) => this.bounded(command, operation, subject),
       cleanUp: (command, what) => this.cleanups.run(command, what),
       track: (lock, request) => this.track(lock, request),

@@ -22,7 +22,7 @@ export class PlainAcquirer implements Acquirer {
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     request.signal?.throwIfAborted();
     const started = monotonicNow();
-    const keys = this.context.keysOf(request.key);
+    const keys = this.context.keysOf(request.key, request.kind);
     return waitForLock(this.context, request, keys, started, {
       attempt: () => this.attempt(request, keys),
       maxSleep: Infinity,

@@ -1,5 +1,6 @@
 import { LockKeyError } from '../errors/lock-key.error';
 import { messages } from '../errors/messages';
+import { EXCLUSIVE, type LeaseKind } from './lease-kind';
 
 /** The Redis names of one lock, all in one hash slot (the user key is the hash tag). */
 export class LockRedisKeys {
@@ -7,8 +8,13 @@ export class LockRedisKeys {
   readonly channel: string;
 
   constructor(
-    /** The lease: `SET <lock> <token> NX PX <ttl>`. */
+    /**
+     * The lease: `SET <lock> <token> NX PX <ttl>` for an exclusive lock; the name a semaphore's
+     * or a read lock's leases are kept under (its other names add a suffix to it).
+     */
     readonly lock: string,
+    /** What a lease on these keys grants; the backend runs that kind's scripts. */
+    readonly kind: LeaseKind = EXCLUSIVE,
   ) {
     this.channel = `${lock}:released`;
   }
@@ -63,8 +69,15 @@ export function userKeyOf(prefix: string, name: string): string {
  * The key goes in as it is, never escaped again: a key template already escaped its values, and
  * `LockService.acquire(text)` must name the same lock as a template that renders `text`.
  */
-export function lockRedisKeys(prefix: string, key: string): LockRedisKeys {
-  return new LockRedisKeys(`${prefix}{${hashTagSafe(key)}}`);
+export function lockRedisKeys(
+  prefix: string,
+  key: string,
+  kind: LeaseKind = EXCLUSIVE,
+): LockRedisKeys {
+  const lock = `${prefix}{${hashTagSafe(key)}}`;
+  // A semaphore lives under names of its own: a mutex and a semaphore on one key are two locks,
+  // and re-entrancy (which keys holds by `lock`) never mistakes one for the other.
+  return new LockRedisKeys(kind.type === 'permit' ? `${lock}:permits` : lock, kind);
 }
 
 /**
