@@ -1,5 +1,5 @@
 /** Two projects: fast unit specs beside the code, and e2e/fault suites against real Redis. */
-const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }];
+const tsJest = ['ts-jest', { tsconfig: 'tsconfig.jest.json' }];
 const shared = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': tsJest },
