@@ -9,6 +9,7 @@ import { useClockSource } from '../util/clock';
 import { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';
 import { Watchdog } from './watchdog';
+import { fakeOperations, memoryCommands } from '../../test/support/memory-operations';
 
 /** A command the test answers when it chooses. */
 interface Pending<T> {
@@ -39,15 +40,11 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     skew = 0;
     useClockSource({ monotonic: () => Date.now(), wall: () => Date.now() + skew });
     watchdog = new Watchdog((locks) => command(`renew ${locks.length}`), silent);
-    operations = {
-      extendLease: (_lock, ms) => command(`extend ${ms}`),
-      releaseLease: () => command('release'),
-      untrack: (lock) => watchdog.remove(lock),
-      drift: () => 0,
-      reportLost: (_lock, error) => void lost.push(error),
-      reportReleased: () => undefined,
-      rescheduled: (lock) => watchdog.reschedule(lock),
-    };
+    operations = fakeOperations(
+      { extend: (_lock, ms) => command(`extend ${ms}`), release: () => command('release') },
+      watchdog,
+      lost,
+    );
   });
 
   afterEach(() => {
@@ -250,21 +247,12 @@ describe('HeldLock on the in-memory backend (fake timers)', () => {
     releases = 0;
     extensions = 0;
     watchdog = new Watchdog((locks) => backend.renewMany(locks), silent);
-    operations = {
-      extendLease: (lock, ms) => {
-        extensions++;
-        return backend.extend(lock.redisKeys, lock.token, ms);
-      },
-      releaseLease: (lock) => {
-        releases++;
-        return backend.release(lock.redisKeys, lock.token);
-      },
-      untrack: (lock) => watchdog.remove(lock),
-      drift: () => 10,
-      reportLost: (_lock, error) => void lost.push(error),
-      reportReleased: () => undefined,
-      rescheduled: (lock) => watchdog.reschedule(lock),
+    const memory = memoryCommands(backend);
+    const counted = {
+      extend: (lock: HeldLock, ms: number) => (extensions++, memory.extend(lock, ms)),
+      release: (lock: HeldLock) => (releases++, memory.release(lock)),
     };
+    operations = fakeOperations(counted, watchdog, lost, 10);
   });
 
   afterEach(() => {

@@ -2,13 +2,12 @@ import type { Logger } from '@nestjs/common';
 import { MemoryLockBackend } from '../backends/memory.backend';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { lockRedisKeys } from '../keys/lock-keys';
 import { useClockSource } from '../util/clock';
 import { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';
 import { MAX_FAILURES_KEPT } from './renewal-record';
 import { Watchdog, type RenewFn } from './watchdog';
-import { memoryOperations } from '../../test/support/memory-operations';
+import { holdOnMemory, memoryOperations } from '../../test/support/memory-operations';
 
 const silent = { warn: () => undefined } as unknown as Logger;
 
@@ -36,23 +35,8 @@ describe('Watchdog.status() (fake timers)', () => {
     useClockSource();
   });
 
-  async function hold(key: string, lease = 600): Promise<HeldLock> {
-    const redisKeys = lockRedisKeys('lock:', key);
-    const startedAt = Date.now() + stall;
-    const fence = await backend.acquire(redisKeys, `token-${key}`, lease);
-    const lock = new HeldLock({
-      operations,
-      key,
-      redisKeys,
-      token: `token-${key}`,
-      fence,
-      lease,
-      startedAt,
-      owner: {},
-    });
-    watchdog.add(lock);
-    return lock;
-  }
+  const hold = (key: string, lease = 600): Promise<HeldLock> =>
+    holdOnMemory(backend, operations, watchdog, { key, lease, startedAt: Date.now() + stall });
 
   it('starts empty: running, no tick, no failure', () => {
     expect(watchdog.status()).toEqual({

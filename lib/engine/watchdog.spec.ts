@@ -1,12 +1,11 @@
 import type { Logger } from '@nestjs/common';
 import { MemoryLockBackend } from '../backends/memory.backend';
 import type { LockLostError } from '../errors/lock-lost.error';
-import { lockRedisKeys } from '../keys/lock-keys';
 import { useClockSource } from '../util/clock';
 import { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';
 import { Watchdog, type RenewFn } from './watchdog';
-import { memoryOperations } from '../../test/support/memory-operations';
+import { holdOnMemory, memoryOperations } from '../../test/support/memory-operations';
 
 const silent = { warn: () => undefined } as unknown as Logger;
 
@@ -41,23 +40,8 @@ describe('Watchdog (in-memory backend, fake timers)', () => {
   });
 
   /** Acquires `key` on the backend now and hands the lock to the watchdog. */
-  async function hold(key: string, lease = 600): Promise<HeldLock> {
-    const redisKeys = lockRedisKeys('lock:', key);
-    const startedAt = Date.now();
-    const fence = await backend.acquire(redisKeys, `token-${key}`, lease);
-    const lock = new HeldLock({
-      operations,
-      key,
-      redisKeys,
-      token: `token-${key}`,
-      fence,
-      lease,
-      startedAt,
-      owner: {},
-    });
-    watchdog.add(lock);
-    return lock;
-  }
+  const hold = (key: string, lease = 600): Promise<HeldLock> =>
+    holdOnMemory(backend, operations, watchdog, { key, lease });
 
   it('renews a third into the lease, to the full lease again', async () => {
     const lock = await hold('a', 600);
