@@ -189,6 +189,25 @@ describe('renewal, loss, events', () => {
     expect(events).toEqual(['acquired renew', 'acquired renew', 'lost not-owner']);
   });
 
+  it('cancels a waiting permit call by AbortSignal, and bounds a permit by maxHold', async () => {
+    const locks = services.create({ ttl: 5_000 });
+    const held = await locks.acquire('bounds', { permits: 1, maxHold: 400 });
+    const controller = new AbortController();
+    const waiting = locks.acquire('bounds', {
+      permits: 1,
+      wait: 10_000,
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(new Error('user left')), 100);
+    await expect(waiting).rejects.toThrow('user left');
+    expect(await redis.zcard(permitsKey('bounds'))).toBe(1); // the cancelled call took nothing
+    await waitFor(() => held.signal.aborted, 3_000);
+    expect(held.signal.reason).toMatchObject({ reason: 'max-hold' });
+    // maxHold released the permit: the place is free again at once.
+    const next = await locks.acquire('bounds', { permits: 1, wait: 2_000 });
+    await next.release();
+  });
+
   it('serves permits in fair mode too (plain order; fair queues order mutexes only)', async () => {
     const locks = services.create({ fair: true, ttl: 10_000 });
     const held = await Promise.all([1, 2].map(() => locks.acquire('fair', { permits: 2 })));
