@@ -48,7 +48,7 @@ interface SemaphoreSide {
 const SIDES: SemaphoreSide[] = [
   {
     id: 'ours',
-    settings: `new LockService({ redis, prefix }); withLock-style acquire(key, { permits: ${SEM.permits}, ttl: ${SEM.ttl}, wait: ${SEM.wait} }); waiters woken by the release message`,
+    settings: `new LockService({ redis, prefix }); acquire(key, { permits: ${SEM.permits}, ttl: ${SEM.ttl}, wait: ${SEM.wait} }); waiters woken by the release message`,
     async open(url) {
       const locks = new LockService({ redis: url, prefix: 'bench:sem:' });
       await (await locks.acquire(`warmup:${randomUUID()}`, { permits: SEM.permits })).release();
