@@ -244,6 +244,26 @@ describe('keys', () => {
     await redis.del(`${permitsKey('ttl')}:fence`);
   });
 
+  it('leaves nothing under the prefix once every permit is released, within ttl + fenceRetention', async () => {
+    const ttl = 500;
+    const fenceRetention = 300;
+    const bulk = `${prefix}bulk:`;
+    const locks = services.create({ prefix: bulk, ttl, fenceRetention });
+    await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const key = `tenant:${i % 10}`;
+        await locks.withLock(key, () => sleep(5), { permits: 2, wait: 5_000 });
+      }),
+    );
+    const released = now();
+    expect((await redis.keys(`${bulk}*`)).length).toBeGreaterThan(0); // the counters, expiring
+    await waitFor(
+      async () => (await redis.keys(`${bulk}*`)).length === 0,
+      ttl + fenceRetention + 2_000,
+    );
+    expect(now() - released).toBeLessThan(ttl + fenceRetention + 2_000);
+  });
+
   it('lets operators count and remove a semaphore’s permits through the backend, and refuses inspect', async () => {
     const locks = services.create({ ttl: 5_000 });
     const backend = new RedisBackend({ client: redis, owned: false }, 1_000, 1_000);
