@@ -24,6 +24,9 @@ describe('frames of permit holds', () => {
   it('keeps a semaphore and the mutex on one key apart, and validates permits', () => {
     const source = lockSourceFor(double());
     expect(frameKeyOf(source, 'k', { permits: 3 })).not.toBe(frameKeyOf(source, 'k', {}));
+    // No mutex key names a semaphore's frame, nor the reverse.
+    expect(frameKeyOf(source, 'permits:k', {})).not.toBe(frameKeyOf(source, 'k', { permits: 3 }));
+    expect(frameKeyOf(source, '\0k', {})).not.toBe(frameKeyOf(source, 'k', { permits: 3 }));
     expect(() => frameKeyOf(source, 'k', { permits: 0 })).toThrow(RedisLockConfigError);
   });
 

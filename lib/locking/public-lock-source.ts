@@ -64,10 +64,11 @@ export function lockSourceFor(source: object): ServiceLockSource {
 function adapt(double: PublicLockSource): ServiceLockSource {
   // Apart from every other source's in a call chain's frame (`\0` starts no lock key).
   const namespace = `\0double${++doublesSeen}:`;
-  // A semaphore's holds apart from the mutex's on the same key, as the engine keeps them.
+  // A semaphore's holds apart from the mutex's on the same key, as the engine keeps them: its
+  // names end the namespace with `\0` where a mutex's have `:`, so no key of one names the other.
   const engine = {
     keysOf: (key: string, kind?: LeaseKind) => ({
-      lock: `${namespace}${kind?.type === 'permit' ? 'permits:' : ''}${key}`,
+      lock: kind?.type === 'permit' ? `${namespace.slice(0, -1)}\0${key}` : namespace + key,
     }),
   };
   const adapter: ServiceLockSource = {
