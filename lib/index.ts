@@ -62,5 +62,6 @@ export {
   RedisLockConfigError,
   RedisLockError,
   RedisUnavailableError,
+  SemaphoreLimitConflictError,
   type LockLostReason,
 } from './errors';

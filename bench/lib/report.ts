@@ -3,6 +3,7 @@ import type { ContendedMetrics } from './contended';
 import type { S5Metrics } from './decorator';
 import type { S6CyclesResult, S6HeldResult } from './memory';
 import type { S1Metrics, S2Metrics } from './uncontended';
+import { renderSemaphore, type SemaphoreResults } from './semaphore';
 
 export interface S3Cell {
   runs: ContendedMetrics[];
@@ -45,6 +46,7 @@ export interface Results {
   s3?: Record<'inproc' | 'procs', Record<string, Record<string, S3Cell>>>;
   s5?: { runs: S5Metrics[]; median: S5Metrics };
   s6?: { cycles: S6CyclesResult; held: S6HeldResult };
+  sem?: SemaphoreResults;
 }
 
 export interface BarRow {
@@ -540,6 +542,7 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
       '',
     );
   }
+  if (r.sem) out.push(...renderSemaphore(r.sem));
   out.push('## Settings used', '');
   for (const x of r.contenders) out.push(`- **${x.label}** — ${x.settings}`);
   out.push('');

@@ -95,6 +95,12 @@ export class MemoryKeyspace {
     return fence;
   }
 
+  /** Makes a live fence counter outlive `until` (a lease end) by the retention, as PEXPIRE does. */
+  fenceFollows(keys: LockRedisKeys, until: number): void {
+    const counter = this.live(this.counters, keys.fence);
+    if (counter) counter.expiresAt = until + this.fenceRetention;
+  }
+
   queue(keys: LockRedisKeys): Queue | undefined {
     return this.live(this.queues, keys.queue);
   }

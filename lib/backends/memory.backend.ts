@@ -6,6 +6,7 @@ import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import type { EvictedLock, RawLockInfo } from './lock-info';
 import type { LockNamesPage } from './lock-scan';
 import { MemoryKeyspace, rawInfoOf } from './memory-keyspace';
+import { MemoryPermits } from './memory-permits';
 import { MemoryPubSubHub } from './memory-pubsub';
 
 /** Options of a {@link MemoryLockBackend}. */
@@ -48,6 +49,8 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly hub = new MemoryPubSubHub();
   private closed = false;
   private readonly instanceId: string;
+  /** Semaphores: permit leases (`keys.kind.type === 'permit'`), as the permit scripts keep them. */
+  private readonly permits: MemoryPermits;
 
   constructor(options: MemoryLockBackendOptions = {}) {
     this.instanceId = options.instanceId ?? DEFAULT_OPTIONS.instanceId;
@@ -55,10 +58,14 @@ export class MemoryLockBackend implements FairLockBackend {
       options.now ?? (() => performance.now()),
       options.fenceRetention ?? 60_000,
     );
+    this.permits = new MemoryPermits(this.keys, (channel, message) =>
+      this.hub.publish(channel, message),
+    );
   }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
     return this.command(() => {
+      if (keys.kind.type === 'permit') return this.permits.acquire(keys, token, ttl);
       const holder = this.keys.lease(keys);
       if (!holder) {
         this.keys.setLease(keys, token, ttl, this.instanceId);
@@ -72,17 +79,23 @@ export class MemoryLockBackend implements FairLockBackend {
   }
 
   extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    return this.command(() => this.keys.pexpireIfOurs(keys, token, ms));
+    return this.command(() => this.extendNow(keys, token, ms));
+  }
+
+  private extendNow(keys: LockRedisKeys, token: string, ms: number): boolean {
+    if (keys.kind.type === 'permit') return this.permits.extend(keys, token, ms);
+    return this.keys.pexpireIfOurs(keys, token, ms);
   }
 
   renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
     return this.command(() =>
-      leases.map((l) => this.keys.pexpireIfOurs(l.redisKeys, l.token, Math.ceil(l.lease))),
+      leases.map((l) => this.extendNow(l.redisKeys, l.token, Math.ceil(l.lease))),
     );
   }
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     return this.command(() => {
+      if (keys.kind.type === 'permit') return this.permits.release(keys, token);
       if (this.keys.lease(keys)?.token !== token) return false;
       this.keys.deleteLease(keys);
       this.hub.publish(keys.channel, token);
@@ -158,6 +171,7 @@ export class MemoryLockBackend implements FairLockBackend {
 
   evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
     return this.command(() => {
+      if (keys.kind.type === 'permit') return this.permits.evict(keys, true);
       const lease = this.keys.lease(keys);
       if (!lease) return null;
       this.keys.deleteLease(keys);
@@ -168,7 +182,9 @@ export class MemoryLockBackend implements FairLockBackend {
   }
 
   inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
-    return this.command(() => rawInfoOf(this.keys, keys));
+    return this.command(() =>
+      keys.kind.type === 'permit' ? this.permits.inspect(keys) : rawInfoOf(this.keys, keys),
+    );
   }
 
   /** The cursor is the index of the next name, in name order. */
@@ -183,7 +199,11 @@ export class MemoryLockBackend implements FairLockBackend {
   }
 
   isLocked(keys: LockRedisKeys): Promise<boolean> {
-    return this.command(() => this.keys.lease(keys) !== undefined);
+    return this.command(() =>
+      keys.kind.type === 'permit'
+        ? this.permits.evict(keys, false) !== null
+        : this.keys.lease(keys) !== undefined,
+    );
   }
 
   createPubSub(): ReleasePubSub {

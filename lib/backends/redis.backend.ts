@@ -21,7 +21,6 @@ import { fairAcquireScript } from '../lua/fair-acquire.script';
 import { fairReleaseScript } from '../lua/fair-release.script';
 import { forceReleaseScript } from '../lua/force-release.script';
 import { releaseScript } from '../lua/release.script';
-import { renewManyScript } from '../lua/renew-many.script';
 import { inspectScript } from '../lua/inspect.script';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
@@ -29,12 +28,8 @@ import { AcknowledgedGrants } from './acknowledged-grants';
 import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
 import { parseHolder, type EvictedLock, type RawLockInfo } from './lock-info';
 import { scanLockNames, type LockNamesPage } from './lock-scan';
-
-/**
- * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small
- * enough that one command keeps Redis busy well under a millisecond.
- */
-const RENEW_BATCH = 500;
+import { renewInBatches } from './renew-batches';
+import { permitsOf, RedisPermits, renewByKind } from './redis-permits';
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements FairLockBackend {
@@ -52,6 +47,8 @@ export class RedisBackend implements FairLockBackend {
   private readonly acknowledged?: AcknowledgedGrants;
   /** ioredis' `keyPrefix`: it prefixes KEYS, not the channel in ARGV, which subscribers expect. */
   private readonly keyPrefix: string;
+  /** Semaphores: permit leases (`keys.kind.type === 'permit'`) run their own scripts. */
+  private readonly permits: RedisPermits;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -66,6 +63,10 @@ export class RedisBackend implements FairLockBackend {
     this.client = connection.client;
     this.cluster = isClusterClient(connection.client);
     this.keyPrefix = String(connection.client.options.keyPrefix ?? '');
+    this.permits = new RedisPermits(this.client, fenceRetention, () => ({
+      publish: this.publish,
+      channel: (channel) => this.keyPrefix + channel,
+    }));
     if (this.cluster)
       this.pubSubCheck = new ClusterPubSubCheck(this.client as Cluster, closeTimeout);
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
@@ -80,16 +81,19 @@ export class RedisBackend implements FairLockBackend {
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
     const grant = (client: RedisCommander): Promise<number> =>
-      acquireScript.run(
-        client,
-        [keys.lock, keys.fence, keys.holder],
-        [token, ttl, this.fenceRetention, this.instanceId],
-      );
+      permitsOf(keys) !== undefined
+        ? this.permits.acquire(client, keys, token, ttl)
+        : acquireScript.run(
+            client,
+            [keys.lock, keys.fence, keys.holder],
+            [token, ttl, this.fenceRetention, this.instanceId],
+          );
     if (!this.acknowledged) return grant(this.client);
     return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    if (permitsOf(keys) !== undefined) return this.permits.extend(keys, token, ms);
     const reply = await extendScript.run(
       this.client,
       [keys.lock, keys.fence, keys.holder],
@@ -98,7 +102,17 @@ export class RedisBackend implements FairLockBackend {
     return reply === 1;
   }
 
-  async renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
+  renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
+    // Permits renew one by one; every other lease keeps the batched path below.
+    return renewByKind(
+      leases,
+      (rest) => this.renewLeases(rest),
+      (l) => this.permits.renew(l),
+    );
+  }
+
+  private async renewLeases(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
+    if (leases.length === 0) return [];
     if (this.cluster) {
       // A Cluster refuses multi-key scripts across slots: one command per lock, written together
       // (the watchdog sends each node's locks as a batch of their own, see shardOf). Each answers
@@ -111,11 +125,7 @@ export class RedisBackend implements FairLockBackend {
         ),
       );
     }
-    const batches: Promise<boolean[]>[] = [];
-    for (let start = 0; start < leases.length; start += RENEW_BATCH) {
-      batches.push(this.renewBatch(leases.slice(start, start + RENEW_BATCH)));
-    }
-    return (await Promise.all(batches)).flat();
+    return renewInBatches(this.client, this.fenceRetention, leases);
   }
 
   /** On a Cluster, the node serving the lock's slot; one Redis serves all. */
@@ -125,11 +135,14 @@ export class RedisBackend implements FairLockBackend {
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
-    const sent = releaseScript.run(
-      this.client,
-      [keys.lock, keys.holder],
-      [token, this.publish, this.keyPrefix + keys.channel],
-    );
+    const sent =
+      permitsOf(keys) !== undefined
+        ? this.permits.release(keys, token)
+        : releaseScript.run(
+            this.client,
+            [keys.lock, keys.holder],
+            [token, this.publish, this.keyPrefix + keys.channel],
+          );
     return sent.then((reply) => {
       const deleted = reply === 1;
       if (!deleted && this.resets !== resetsBefore) {
@@ -178,6 +191,7 @@ export class RedisBackend implements FairLockBackend {
   }
 
   async evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
+    if (permitsOf(keys) !== undefined) return this.permits.evict(keys, true);
     const [deleted, fence = 0, record] = await forceReleaseScript.run(
       this.client,
       [keys.lock, keys.fence, keys.holder],
@@ -189,6 +203,7 @@ export class RedisBackend implements FairLockBackend {
   }
 
   async inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
+    if (permitsOf(keys) !== undefined) this.permits.inspect(keys);
     const [token, pttl, fence, holder, waiters] = await inspectScript.run(
       this.client,
       [keys.lock, keys.fence, keys.holder, keys.queue, keys.waiterIds],
@@ -202,6 +217,7 @@ export class RedisBackend implements FairLockBackend {
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
+    if (permitsOf(keys) !== undefined) return (await this.permits.evict(keys, false)) !== null;
     return (await this.client.exists(keys.lock)) === 1;
   }
 
@@ -229,18 +245,5 @@ export class RedisBackend implements FairLockBackend {
   /** The pub/sub mode: asked of a Cluster's nodes (again, if none answered yet); else classic. */
   private pubSubMode(): Promise<PubSubMode> {
     return this.pubSubCheck ? this.pubSubCheck.modeNow() : Promise.resolve('classic');
-  }
-
-  private async renewBatch(leases: readonly RenewableLease[]): Promise<boolean[]> {
-    const keys: string[] = [];
-    const args: [fenceRetentionMs: number, ...tokenAndLeaseMs: (string | number)[]] = [
-      this.fenceRetention,
-    ];
-    for (const lease of leases) {
-      keys.push(lease.redisKeys.lock, lease.redisKeys.fence, lease.redisKeys.holder);
-      args.push(lease.token, Math.ceil(lease.lease));
-    }
-    const replies = await renewManyScript.run(this.client, keys, args);
-    return replies.map((reply) => reply === 1);
   }
 }

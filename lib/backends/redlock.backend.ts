@@ -1,6 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { messages, type RedlockTally } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { semaphoreMessages } from '../errors/semaphore-messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { combineReleasePubSubs, type ReleasePubSub } from '../redis/release-pubsub';
 import { withTimeout } from '../util/with-timeout';
@@ -43,6 +45,8 @@ export class RedlockBackend implements LockBackend {
   }
 
   async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
+    // No single server to count a semaphore's holders on: refused before any node is asked.
+    if (keys.kind.type === 'permit') throw new RedisLockConfigError(semaphoreMessages.redlock());
     const started = performance.now();
     const replies = await this.onEveryNode((node) => node.acquire(keys, token, ttl));
     const granted = replies.filter((grant): grant is NodeGrant => (grant?.reply ?? 0) > 0);

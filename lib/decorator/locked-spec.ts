@@ -29,6 +29,7 @@ export const LOCKED_OPTION_NAMES: OptionNames<LockedOptions> = {
   onBusy: true,
   onLost: true,
   reentrant: true,
+  permits: true,
 };
 
 /** Everything `@Locked` knows about one method, computed once at decoration time. */

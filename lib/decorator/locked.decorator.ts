@@ -12,6 +12,7 @@ import {
   assertPositive,
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
+import { assertPermits } from '../options/permits-option';
 import type { LockedOptions } from '../options/lock-call-options';
 import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
 import { injectedLockSource, injectLockSource } from './locked-binding';
@@ -77,6 +78,9 @@ export type LockedMethodDecorator = <T extends LockableMethod>(
  * @Cron('0 * * * * *')
  * @Locked('settlement', { onBusy: 'skip' })   // runs on one replica per tick
  * async settle() { … }
+ *
+ * @Locked('export:<tenantId>', { permits: 3 })  // up to 3 exports per tenant at once
+ * async export(tenantId: string) { … }
  * ```
  */
 export function Locked(
@@ -161,6 +165,7 @@ function validateLockedOptions(options: LockedOptions): void {
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);
   if (options.onLost !== undefined) assertOneOf('onLost', options.onLost, ['throw', 'log']);
+  if (options.permits !== undefined) assertPermits(options.permits);
 }
 
 function describeTarget(target: object): string {

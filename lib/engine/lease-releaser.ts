@@ -27,8 +27,9 @@ export class LeaseReleaser {
         () => lock.validUntil,
       );
     const { fairBackend, notifier } = this;
-    if (fairBackend) {
-      // The release script hands the lock to the next in line itself: no local hand-off.
+    if (fairBackend && lock.redisKeys.kind.type === 'exclusive') {
+      // The release script hands the lock to the next in line itself: no local hand-off. (Only
+      // exclusive locks queue; every other kind is served plainly, also in fair mode.)
       return release(() => fairBackend.fairRelease(lock.redisKeys, lock.token));
     }
     // A waiter in this process is woken when Redis answers, unless the release message was first.

@@ -6,3 +6,4 @@ export { LockKeyError } from './lock-key.error';
 export { RedisLockConfigError } from './redis-lock-config.error';
 export { RedisUnavailableError } from './redis-unavailable.error';
 export { RedisCommandError } from './redis-command.error';
+export { SemaphoreLimitConflictError } from './semaphore-limit-conflict.error';

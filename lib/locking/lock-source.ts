@@ -1,5 +1,6 @@
 import type { LockEngine } from '../engine/lock-engine';
 import type { LockHandle } from '../engine/lock-handle';
+import type { LeaseKind } from '../keys/lease-kind';
 import type { AcquireOptions } from '../options/lock-call-options';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 
@@ -23,7 +24,7 @@ export interface LockSource {
    * @internal
    */
   readonly engine: {
-    keysOf(key: string): { readonly lock: string };
+    keysOf(key: string, kind?: LeaseKind): { readonly lock: string };
   } & Partial<Pick<LockEngine, 'lifecycle'>>;
   /** Acquires `key`, or rejects with `LockNotAcquiredError` when the wait runs out. */
   acquire(key: string, options: AcquireOptions): Promise<LockHandle>;

@@ -1,8 +1,10 @@
 import type { LockHandle } from '../engine/lock-handle';
+import type { LeaseKind } from '../keys/lease-kind';
 import type { AcquireOptions } from '../options/lock-call-options';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { HandleLease } from './handle-lease';
+import { frameKeyOf } from './lease-frames';
 import type { LockSource } from './lock-source';
 
 /**
@@ -62,13 +64,19 @@ export function lockSourceFor(source: object): ServiceLockSource {
 function adapt(double: PublicLockSource): ServiceLockSource {
   // Apart from every other source's in a call chain's frame (`\0` starts no lock key).
   const namespace = `\0double${++doublesSeen}:`;
-  const engine = { keysOf: (key: string) => ({ lock: namespace + key }) };
+  // A semaphore's holds apart from the mutex's on the same key, as the engine keeps them: its
+  // names end the namespace with `\0` where a mutex's have `:`, so no key of one names the other.
+  const engine = {
+    keysOf: (key: string, kind?: LeaseKind) => ({
+      lock: kind?.type === 'permit' ? `${namespace.slice(0, -1)}\0${key}` : namespace + key,
+    }),
+  };
   const adapter: ServiceLockSource = {
     options: { ...DEFAULT_OPTIONS, ...optionsOf(double) },
     engine,
     async acquire(key: string, options: AcquireOptions) {
       const handle: LockHandle | undefined = await double.acquire(key, options);
-      return new HandleLease(handle, key, engine, namespace + key);
+      return new HandleLease(handle, key, engine, frameKeyOf(adapter, key, options));
     },
   };
   // An adapter bound to an instance (`bindLockSource`) is found again as it is, not re-adapted.

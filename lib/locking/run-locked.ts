@@ -12,6 +12,7 @@ import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
 import { lockSourceFor } from './public-lock-source';
 import { HandleLease } from './handle-lease';
+import { assertSameLimit, frameKeyOf } from './lease-frames';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
 export interface RunLockedOptions extends WithLockOptions {
@@ -213,8 +214,10 @@ function heldByChain(
   frame: LockFrame | undefined,
 ): Hold | undefined {
   if (!frame || !(options.reentrant ?? locks.options.reentrant)) return undefined;
-  const hold = frame.held.get(locks.engine.keysOf(key).lock);
-  return hold && hold.lock.owner === locks.engine && hold.active ? hold : undefined;
+  const hold = frame.held.get(frameKeyOf(locks, key, options));
+  if (!hold || hold.lock.owner !== locks.engine || !hold.active) return undefined;
+  assertSameLimit(hold, key, options);
+  return hold;
 }
 
 async function acquireOrSkip(
@@ -227,7 +230,7 @@ async function acquireOrSkip(
     const acquired = (await locks.acquire(key, options)) as Partial<HeldLease> & LockHandle;
     // A real service whose `acquire` was replaced (a spy, a subclass) may hand back a plain handle.
     if (acquired && acquired.owner === locks.engine) return acquired as HeldLease;
-    return new HandleLease(acquired, key, locks.engine, locks.engine.keysOf(key).lock);
+    return new HandleLease(acquired, key, locks.engine, frameKeyOf(locks, key, options));
   } catch (error) {
     if (
       error instanceof LockNotAcquiredError &&

@@ -24,6 +24,13 @@ export interface AcquireOptions {
    * @default true
    */
   renew?: boolean;
+  /**
+   * Makes the lock a semaphore: up to `permits` holders of the key at once, each with its own
+   * permit (token, lease, renewal). Every holder of the key must name the same number (else
+   * `SemaphoreLimitConflictError`). A semaphore is a lock of its own, apart from the mutex on
+   * the same key. Absent: the plain mutex. See docs/semaphores.md.
+   */
+  permits?: number;
 }
 
 /** Options of `withLock`: those of `acquire`, and what to do about a lost lock and nesting. */
@@ -71,4 +78,11 @@ export interface LockedOptions {
    * @default the module's `reentrant` (true)
    */
   reentrant?: boolean;
+  /**
+   * Makes the lock a semaphore: up to `permits` holders of the key at once, each with its own
+   * permit (token, lease, renewal). Every holder of the key must name the same number (else
+   * `SemaphoreLimitConflictError`). A semaphore is a lock of its own, apart from the mutex on
+   * the same key. Absent: the plain mutex. See docs/semaphores.md.
+   */
+  permits?: number;
 }

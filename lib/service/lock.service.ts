@@ -14,6 +14,7 @@ import type { LockSource } from '../locking/lock-source';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
 import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
+import { leaseKindOf } from '../options/permits-option';
 import type {
   RedisLockModuleOptions,
   ResolvedRedisLockOptions,
@@ -52,12 +53,13 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   /**
    * Acquires `key`, waiting up to `wait` ms (default: the module's `wait`, 0) for a busy lock.
    * Rejects with `LockNotAcquiredError` when the budget runs out. Always `release()` the handle,
-   * or use `withLock`.
+   * or use `withLock`. With `permits: N`, takes one of N permits of the key's semaphore.
    *
    * @example
    * ```ts
    * const lock = await locks.acquire(`stock:${sku}`, { wait: 2_000 });
    * try { await reserve(sku, lock.fence); } finally { await lock.release(); }
+   * const slot = await locks.acquire('export:42', { permits: 3, wait: 10_000 });
    * ```
    */
   async acquire(key: string, options: AcquireOptions = {}): Promise<LockHandle> {
@@ -227,7 +229,8 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     assertPositive('ttl', ttl);
     assertNonNegative('wait', wait);
     assertMaxHold('maxHold', maxHold);
-    return { key, ttl, wait, maxHold, renew: options.renew ?? true, signal: options.signal };
+    const { renew = true, signal } = options;
+    return { key, ttl, wait, maxHold, renew, signal, kind: leaseKindOf(options.permits) };
   }
 }
 

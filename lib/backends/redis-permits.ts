@@ -1,0 +1,112 @@
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
+import { semaphoreMessages } from '../errors/semaphore-messages';
+import type { LockRedisKeys } from '../keys/lock-keys';
+import { permitAcquireScript } from '../lua/permit-acquire.script';
+import { permitEvictScript } from '../lua/permit-evict.script';
+import { permitExtendScript } from '../lua/permit-extend.script';
+import { permitReleaseScript } from '../lua/permit-release.script';
+import type { PublishCommand } from '../lua/release.script';
+import type { RedisCommander } from '../redis/redis-client';
+import { finalReplyErrorCode } from '../redis/reply-error';
+import type { RenewableLease } from './lock-backend';
+import type { EvictedLock } from './lock-info';
+
+/** Where a semaphore keeps its limit N: beside its permits, in the same hash slot. */
+export function permitLimitKey(keys: LockRedisKeys): string {
+  return `${keys.lock}:limit`;
+}
+
+/** The limit a permit lease asks for, or undefined for any other kind of lease. */
+export function permitsOf(keys: LockRedisKeys): number | undefined {
+  return keys.kind.type === 'permit' ? keys.kind.permits : undefined;
+}
+
+/**
+ * The semaphore side of `RedisBackend`: one Lua script per command on the keys of a permit
+ * lease (`keys.kind.type === 'permit'`). Each permit is its own member of the sorted set at
+ * `keys.lock`, with its own token and lease end, so the watchdog renews it like any lease.
+ */
+export class RedisPermits {
+  constructor(
+    private readonly client: RedisCommander,
+    private readonly fenceRetention: number,
+    /** The command releases publish with now, and the channel name as subscribers know it. */
+    private readonly publishing: () => { publish: PublishCommand; channel: (c: string) => string },
+  ) {}
+
+  /** Fence (> 0) when granted, -(ms until the soonest lease ends) when full; refuses another N. */
+  async acquire(client: RedisCommander, keys: LockRedisKeys, token: string, ttl: number) {
+    const permits = permitsOf(keys)!;
+    const reply = await permitAcquireScript.run(
+      client,
+      [keys.lock, permitLimitKey(keys), keys.fence],
+      [token, ttl, permits, this.fenceRetention],
+    );
+    if (typeof reply === 'number') return reply;
+    const [held] = reply;
+    const message = semaphoreMessages.limitConflict(keys.lock, held, permits);
+    throw new SemaphoreLimitConflictError(message, held, permits);
+  }
+
+  async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    const reply = await permitExtendScript.run(
+      this.client,
+      [keys.lock, permitLimitKey(keys), keys.fence],
+      [token, ms, this.fenceRetention],
+    );
+    return reply === 1;
+  }
+
+  /** The watchdog's renewal of one permit: a foreign value under its name loses that one only. */
+  renew(lease: RenewableLease): Promise<boolean | undefined> {
+    return this.extend(lease.redisKeys, lease.token, Math.ceil(lease.lease)).catch(
+      (error: unknown) => (finalReplyErrorCode(error) === 'WRONGTYPE' ? false : undefined),
+    );
+  }
+
+  /** 1 when our live permit was given back, 0 when it had lapsed or was not there. */
+  release(keys: LockRedisKeys, token: string): Promise<0 | 1> {
+    const { publish, channel } = this.publishing();
+    return permitReleaseScript.run(
+      this.client,
+      [keys.lock, permitLimitKey(keys)],
+      [token, publish, channel(keys.channel)],
+    );
+  }
+
+  /** Removes every permit (remove) or only counts the live ones; what it found. */
+  async evict(keys: LockRedisKeys, remove: boolean): Promise<EvictedLock | null> {
+    const { publish, channel } = this.publishing();
+    const [live, fence] = await permitEvictScript.run(
+      this.client,
+      [keys.lock, permitLimitKey(keys), keys.fence],
+      [publish, channel(keys.channel), remove ? '1' : '0'],
+    );
+    return live > 0 ? { fence } : null;
+  }
+
+  /** A semaphore has N holders, not one: inspection of one holder does not apply. */
+  inspect(keys: LockRedisKeys): never {
+    throw new RedisLockConfigError(semaphoreMessages.notInspectable(keys.lock));
+  }
+}
+
+/**
+ * Renews a watchdog batch whose leases may be of several kinds: the exclusive ones (and readers')
+ * through `batch` as before, each permit through `one`. Answers in the leases' order.
+ */
+export async function renewByKind(
+  leases: readonly RenewableLease[],
+  batch: (leases: readonly RenewableLease[]) => Promise<(boolean | undefined)[]>,
+  one: (lease: RenewableLease) => Promise<boolean | undefined>,
+): Promise<(boolean | undefined)[]> {
+  if (!leases.some((lease) => lease.redisKeys.kind.type === 'permit')) return batch(leases);
+  const others = leases.filter((lease) => lease.redisKeys.kind.type !== 'permit');
+  const single = leases.map((lease) =>
+    lease.redisKeys.kind.type === 'permit' ? one(lease) : Promise.resolve(0 as const),
+  );
+  const [batched, answers] = await Promise.all([batch(others), Promise.all(single)]);
+  let next = 0;
+  return answers.map((answer) => (answer === 0 ? batched[next++] : answer));
+}

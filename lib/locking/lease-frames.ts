@@ -1,0 +1,27 @@
+import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
+import { semaphoreMessages } from '../errors/semaphore-messages';
+import { leaseKindOf } from '../options/permits-option';
+import type { Hold } from './holds';
+import type { LockSource } from './lock-source';
+
+/**
+ * The name a call chain's frame keeps the hold of `key` under, for the kind of lease the call
+ * asks for: a semaphore's names differ from the mutex's on the same key, so a permit call never
+ * joins a held mutex (nor the reverse) — they are two locks. Validates `permits` on the way.
+ */
+export function frameKeyOf(locks: LockSource, key: string, options: { permits?: number }): string {
+  return locks.engine.keysOf(key, leaseKindOf(options.permits)).lock;
+}
+
+/**
+ * A nested permit call re-uses the permit its caller holds: refused when it names another limit,
+ * as a second holder naming another limit would be. (A double's handles carry no limit: not
+ * checked.)
+ */
+export function assertSameLimit(hold: Hold, key: string, options: { permits?: number }): void {
+  const kind = hold.lock.redisKeys.kind;
+  const asked = options.permits;
+  if (kind?.type !== 'permit' || asked === undefined || kind.permits === asked) return;
+  const message = semaphoreMessages.nestedLimitConflict(key, kind.permits, asked);
+  throw new SemaphoreLimitConflictError(message, kind.permits, asked);
+}

@@ -1,0 +1,44 @@
+import { nextFenceLua } from './fence.lua';
+import { LuaScript } from './lua-script';
+import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
+
+/**
+ * One try for a permit of a semaphore, in one atomic step: drops lapsed permits, refuses a limit
+ * other than the one the current holders took the key with, then grants a place or answers busy.
+ * Keys: the permits (ZSET token → lease end), the limit (STRING), the fence counter.
+ * Args: the token, the lease in ms, the limit N, how long (ms) the counter outlives the leases.
+ * Returns the fence (> 0) when granted; -(ms until the soonest lease ends) when all N places are
+ * taken (0: one ends now); `{limit}` when the holders took the key with another limit.
+ */
+export const permitAcquireScript = new LuaScript<
+  readonly [permitsKey: string, limitKey: string, fenceKey: string],
+  readonly [token: string, leaseMs: number, permits: number, fenceRetentionMs: number],
+  number | [heldLimit: number]
+>(
+  'permit-acquire',
+  `
+local permitsKey, limitKey, fenceKey = KEYS[1], KEYS[2], KEYS[3]
+local token, leaseMs, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local fenceRetentionMs = tonumber(ARGV[4])
+${nowMsLua}${prunePermitsLua('permitsKey')}
+local held = redis.call('ZCARD', permitsKey)
+if held > 0 then
+  -- Holders that disagree about N would each count against their own limit: refuse instead.
+  local limit = tonumber(redis.call('GET', limitKey))
+  if limit and limit ~= permits then return { limit } end
+  if redis.call('ZSCORE', permitsKey, token) then
+    -- Our own grant, executed again (ioredis re-sent it after a reset): the counter as it stands
+    -- (at least our fence; a semaphore's fences order grants, they exclude nobody).
+    return tonumber(redis.call('GET', fenceKey)) or 1
+  end
+  if held >= permits then
+    local first = redis.call('ZRANGE', permitsKey, 0, 0, 'WITHSCORES')
+    return -math.max(0, tonumber(first[2]) - now)
+  end
+end
+redis.call('ZADD', permitsKey, string.format('%d', now + leaseMs), token)
+redis.call('SET', limitKey, string.format('%d', permits))
+${nextFenceLua('fenceKey', 'leaseMs + fenceRetentionMs')}${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs')}
+return fence
+`,
+);

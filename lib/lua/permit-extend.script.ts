@@ -1,0 +1,31 @@
+import { LuaScript } from './lua-script';
+import { coverLeasesLua, nowMsLua } from './permit.lua';
+
+/**
+ * Compare-and-renew of one permit: pushes its lease end to now + lease only while the token is
+ * still a member and its lease has not ended (a lapsed permit is dropped: its place may be taken).
+ * Keys: the permits, the limit, the fence counter. Args: the token, the new lease in ms, how long
+ * (ms) the counter outlives the leases.
+ * Returns 1 when renewed, 0 when the permit is gone.
+ */
+export const permitExtendScript = new LuaScript<
+  readonly [permitsKey: string, limitKey: string, fenceKey: string],
+  readonly [token: string, leaseMs: number, fenceRetentionMs: number],
+  0 | 1
+>(
+  'permit-extend',
+  `
+local permitsKey, limitKey, fenceKey = KEYS[1], KEYS[2], KEYS[3]
+local token, leaseMs, fenceRetentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+${nowMsLua}
+local ends = redis.call('ZSCORE', permitsKey, token)
+if not ends then return 0 end
+if tonumber(ends) < now then
+  redis.call('ZREM', permitsKey, token)
+  return 0
+end
+redis.call('ZADD', permitsKey, 'XX', string.format('%d', now + leaseMs), token)
+${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs')}
+return 1
+`,
+);

@@ -1,0 +1,114 @@
+/**
+ * Semaphores on a Redis Cluster (3 primaries): keys in different slots, each served by its own
+ * shard, hold N permits at most; a release wakes a waiter through the shard's pub/sub; every key
+ * written has a TTL on the node that holds it.
+ */
+import { Cluster } from 'ioredis';
+import type { LockService } from 'nestjs-redis-lock';
+import { lockServices } from '../support/lock-services';
+import { now, sleep } from '../support/time';
+import { nodeClient, startCluster, type RedisClusterTopology } from '../support/topologies';
+import { uniquePrefix } from '../support/unique-prefix';
+
+const PERMITS = 2;
+const prefix = uniquePrefix('sem-cluster');
+const services = lockServices({ prefix });
+let topology: RedisClusterTopology;
+let admin: Cluster;
+
+const clusterService = (): LockService =>
+  services.create({ cluster: { nodes: topology.startupNodes }, ttl: 10_000 });
+
+beforeAll(async () => {
+  topology = await startCluster({ primaries: 3, replicasPerPrimary: 0 });
+  admin = new Cluster(topology.startupNodes);
+  admin.on('error', () => undefined);
+}, 60_000);
+
+afterAll(async () => {
+  await services.closeAll();
+  admin?.disconnect();
+  await topology?.stop();
+});
+
+/** One key per shard: keys whose slots three different primaries serve. */
+async function keyPerShard(): Promise<string[]> {
+  const shards = await topology.shards();
+  const found = new Map<number, string>();
+  for (let i = 0; found.size < shards.length; i++) {
+    const key = `export:${i}`;
+    const slot = await topology.slotOf(key);
+    const shard = shards.findIndex((s) => s.slots.some(([a, b]) => slot >= a && slot <= b));
+    if (!found.has(shard)) found.set(shard, key);
+  }
+  return [...found.values()];
+}
+
+/** LOOPS loops per key, over two services, each running short sections; max at once per key. */
+async function highest(keys: string[], locked: boolean): Promise<Map<string, number>> {
+  const [a, b] = [clusterService(), clusterService()];
+  const active = new Map<string, number>();
+  const max = new Map<string, number>();
+  const section = async (key: string): Promise<void> => {
+    const n = (active.get(key) ?? 0) + 1;
+    active.set(key, n);
+    max.set(key, Math.max(max.get(key) ?? 0, n));
+    await sleep(3);
+    active.set(key, active.get(key)! - 1);
+  };
+  await Promise.all(
+    keys.flatMap((key) =>
+      [a, b, a, b, a, b].map(async (locks) => {
+        for (let i = 0; i < 15; i++) {
+          if (locked)
+            await locks.withLock(key, () => section(key), { permits: PERMITS, wait: 20_000 });
+          else await section(key);
+        }
+      }),
+    ),
+  );
+  return max;
+}
+
+describe(`a semaphore of ${PERMITS} permits on a Cluster`, () => {
+  it('bounds each key in its own slot to N holders, all keys at once (control: exceeds N)', async () => {
+    const keys = await keyPerShard();
+    expect(new Set(await Promise.all(keys.map((k) => topology.slotOf(k)))).size).toBe(3);
+    const bounded = await highest(keys, true);
+    const control = await highest(keys, false);
+    for (const key of keys) {
+      expect(bounded.get(key)).toBe(PERMITS);
+      expect(control.get(key)).toBeGreaterThan(PERMITS);
+    }
+  });
+
+  it('wakes a waiter by the release message (holders with 10 s leases), on every shard', async () => {
+    const [holder, waiting] = [clusterService(), clusterService()];
+    for (const key of await keyPerShard()) {
+      const held = await Promise.all([1, 2].map(() => holder.acquire(key, { permits: PERMITS })));
+      const waiter = waiting.acquire(key, { permits: PERMITS, wait: 8_000 });
+      await sleep(300);
+      const releasedAt = now();
+      await held[0]!.release();
+      const woken = await waiter;
+      expect(now() - releasedAt).toBeLessThan(3_000);
+      await Promise.all([woken.release(), held[1]!.release()]);
+    }
+  });
+
+  it('gives every key it writes a TTL on the node that holds it', async () => {
+    const locks = clusterService();
+    const keys = await keyPerShard();
+    const held = await Promise.all(keys.map((key) => locks.acquire(key, { permits: PERMITS })));
+    const seen: Record<string, number> = {};
+    for (const server of topology.servers) {
+      const node = nodeClient(server.port);
+      const names = await node.keys(`${prefix}*`);
+      for (const name of names) seen[name] = await node.pttl(name);
+      node.disconnect();
+    }
+    await Promise.all(held.map((lock) => lock.release()));
+    expect(Object.keys(seen)).toHaveLength(keys.length * 3); // permits, limit, fence per key
+    for (const pttl of Object.values(seen)) expect(pttl).toBeGreaterThan(0);
+  });
+});
