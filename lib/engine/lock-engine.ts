@@ -19,6 +19,8 @@ import type { HeldLock } from './held-lock';
 import { LeaseReleaser } from './lease-releaser';
 import type { LockHandle } from './lock-handle';
 import { LockLifecycle } from './lock-lifecycle';
+import type { MultiAcquireOutcome, MultiAcquireRequest } from './multi-acquire-request';
+import { MultiAcquirer } from './multi-acquirer';
 import type { LockOperations } from './lock-operations';
 import { PlainAcquirer } from './plain-acquirer';
 import { ReleaseNotifier } from './release-notifier';
@@ -51,6 +53,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   /** Plain tries serve every kind of lease; fair mode's queue (when on) orders exclusive ones. */
   private readonly plain: Acquirer;
   private readonly fair?: Acquirer;
+  private readonly multi: MultiAcquirer;
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
   /** Set when shutdown begins: acquires are refused from then on. */
@@ -90,6 +93,8 @@ export class LockEngine implements LockOperations<HeldLock> {
     this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);
     this.plain = new PlainAcquirer(this.acquireContext(), backend);
     if (this.fairBackend) this.fair = new FairAcquirer(this.acquireContext(), this.fairBackend);
+    const one = (request: AcquireRequest) => this.acquire(request);
+    this.multi = new MultiAcquirer(this.acquireContext(), backend, one, options.fair);
   }
 
   keysOf(key: string, kind?: LeaseKind): LockRedisKeys {
@@ -107,6 +112,18 @@ export class LockEngine implements LockOperations<HeldLock> {
     this.calls.add(call);
     const forget = (): void => void this.calls.delete(call);
     call.then(forget, forget);
+    return call;
+  }
+
+  /** Multi-key: all of `request.keys` or none, in one global order (see `MultiAcquirer`). */
+  acquireMany(request: MultiAcquireRequest): Promise<MultiAcquireOutcome> {
+    const run = () => this.multi.acquire(request);
+    // Taken one by one, each key is a single-key call of its own (tracked and reported as such).
+    const call = this.multi.atOnce(request.keys) ? this.lifecycle.acquireMany(run) : run();
+    const tracked = call.then(() => ({ retryAfterMs: 0, waited: 0 }));
+    this.calls.add(tracked);
+    const forget = (): void => void this.calls.delete(tracked);
+    tracked.then(forget, forget);
     return call;
   }
 
