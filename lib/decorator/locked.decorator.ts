@@ -12,6 +12,7 @@ import {
   assertPositive,
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
+import { assertExclusiveOnly } from '../options/multi-key-options';
 import type { LockedOptions } from '../options/lock-call-options';
 import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
 import { injectedLockSource, injectLockSource } from './locked-binding';
@@ -87,6 +88,7 @@ export function Locked(
   options: LockedOptions = {},
 ): LockedMethodDecorator {
   validateLockedOptions(options);
+  if (Array.isArray(key)) assertExclusiveOnly(options); // several keys: exclusive locks only
   return (target, propertyKey, descriptor) => {
     const where = `${describeTarget(target)}.${String(propertyKey)}`;
     assertKnownOptions(`@Locked() on ${where}`, options, LOCKED_OPTION_NAMES);
