@@ -110,6 +110,31 @@ describe('acquire([...]) on one Redis', () => {
     await lock.release();
   });
 
+  it("emits one 'acquired' and one 'released' per key, and one 'busy' naming the busy key", async () => {
+    const seen: string[] = [];
+    const acquired = ({ key, fence }: { key: string; fence: number }) =>
+      seen.push(`acquired ${key} ${fence > 0}`);
+    const released = ({ key }: { key: string }) => seen.push(`released ${key}`);
+    const busy = ({ key }: { key: string }) => seen.push(`busy ${key}`);
+    locks.on('acquired', acquired).on('released', released).on('busy', busy);
+    try {
+      const lock = await locks.acquire(['m12:b', 'm12:a']);
+      await lock.release();
+      const held = await other.acquire('m12:b');
+      await locks.tryAcquire(['m12:a', 'm12:b']);
+      await held.release();
+    } finally {
+      locks.off('acquired', acquired).off('released', released).off('busy', busy);
+    }
+    expect(seen.sort()).toEqual([
+      'acquired m12:a true',
+      'acquired m12:b true',
+      'busy m12:b',
+      'released m12:a',
+      'released m12:b',
+    ]);
+  });
+
   it('writes nothing without a TTL', async () => {
     const lock = await locks.acquire(['m10:a', 'm10:b']);
     const names = await redis.keys(`${prefix}{m10:*`);
