@@ -48,7 +48,7 @@ import {
   type ResponseBinding,
 } from './locked-response';
 import { getLockedSpec, keyFromRoute, type LockedSpec } from './locked-spec';
-import type { LockTarget } from '../locking/lock-source';
+import { isKeyList, type LockTarget } from '../locking/lock-source';
 import { LOCK_SOURCE } from './locked-binding';
 
 /** What `@Sse()` stores on a handler (the key `@nestjs/common` uses; no deep import, for ESM builds). */
@@ -130,7 +130,7 @@ export class LockedInterceptor implements NestInterceptor {
         ran = true;
         return this.runHeld(context, spec, call, binding, args, invoke);
       },
-      (error) => this.mapError(error, context, typeof key === 'string' ? key : key.join(', ')),
+      (error) => this.mapError(error, context, isKeyList(key) ? key.join(', ') : key),
     );
     // A call skipped as busy (`onBusy: 'skip'`) never ran: it still answers.
     return concat(

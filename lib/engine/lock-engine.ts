@@ -63,7 +63,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   /** During the shutdown grace: ends the wait once the last held lock is released or lost. */
   private whenIdle?: () => void;
   /** Acquire calls in progress, which close() waits for before it closes the connection. */
-  private readonly calls = new Set<Promise<AcquireOutcome>>();
+  private readonly calls = new Set<Promise<unknown>>();
 
   /**
    * Runs on the backend `createBackend(options)` opens, unless given one (a unit test's fake,
@@ -108,22 +108,21 @@ export class LockEngine implements LockOperations<HeldLock> {
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const exclusive = (request.kind?.type ?? 'exclusive') === 'exclusive';
     const acquirer = exclusive ? (this.fair ?? this.plain) : this.plain;
-    const call = this.lifecycle.acquire(request.key, () => acquirer.acquire(request));
-    this.calls.add(call);
-    const forget = (): void => void this.calls.delete(call);
-    call.then(forget, forget);
-    return call;
+    return this.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
   }
 
   /** Multi-key: all of `request.keys` or none, in one global order (see `MultiAcquirer`). */
   acquireMany(request: MultiAcquireRequest): Promise<MultiAcquireOutcome> {
     const run = () => this.multi.acquire(request);
     // Taken one by one, each key is a single-key call of its own (tracked and reported as such).
-    const call = this.multi.atOnce(request.keys) ? this.lifecycle.acquireMany(run) : run();
-    const tracked = call.then(() => ({ retryAfterMs: 0, waited: 0 }));
-    this.calls.add(tracked);
-    const forget = (): void => void this.calls.delete(tracked);
-    tracked.then(forget, forget);
+    return this.counted(this.multi.atOnce(request.keys) ? this.lifecycle.acquireMany(run) : run());
+  }
+
+  /** Counts `call` among the acquire calls in progress (close() waits for them). */
+  private counted<T>(call: Promise<T>): Promise<T> {
+    this.calls.add(call);
+    const forget = (): void => void this.calls.delete(call);
+    call.then(forget, forget);
     return call;
   }
 

@@ -33,3 +33,8 @@ export interface LockSource {
 
 /** What a lock call locks: one key, or several taken together (all or none). */
 export type LockTarget = string | readonly string[];
+
+/** Whether a lock call was given several keys (an array) rather than one. */
+export function isKeyList(key: LockTarget): key is readonly string[] {
+  return Array.isArray(key);
+}

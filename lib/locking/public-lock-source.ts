@@ -3,7 +3,7 @@ import type { AcquireOptions } from '../options/lock-call-options';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { HandleLease } from './handle-lease';
-import type { LockSource, LockTarget } from './lock-source';
+import { isKeyList, type LockSource, type LockTarget } from './lock-source';
 
 /**
  * Marks a lock source holds use as it is: this package's own `LockService` (its locks are the
@@ -68,7 +68,7 @@ function adapt(double: PublicLockSource): ServiceLockSource {
     engine,
     async acquire(key: LockTarget, options: AcquireOptions) {
       const handle: LockHandle | undefined = await double.acquire(key, options);
-      if (typeof key === 'string') return new HandleLease(handle, key, engine, namespace + key);
+      if (!isKeyList(key)) return new HandleLease(handle, key, engine, namespace + key);
       const names = key.map((one) => namespace + one);
       return new HandleLease(handle, key.join(', '), engine, names[0] ?? namespace, names);
     },

@@ -7,7 +7,7 @@ import type { OnBusyPolicy } from '../options/redis-lock-options';
 import { assertMaxHold } from '../options/resolve-options';
 import type { HeldLease } from './held-lease';
 import { Hold, releaseQuietly } from './holds';
-import type { LockSource, LockTarget } from './lock-source';
+import { isKeyList, type LockSource, type LockTarget } from './lock-source';
 import { heldAllByChain } from './multi-key-holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
@@ -200,10 +200,9 @@ function joinHeld(
   options: RunLockedOptions,
   frame: LockFrame | undefined,
 ): Hold | undefined {
-  const held =
-    typeof key === 'string'
-      ? heldByChain(locks, key, options, frame)
-      : heldAllByChain(key, (one) => heldByChain(locks, one, options, frame));
+  const held = isKeyList(key)
+    ? heldAllByChain(key, (one) => heldByChain(locks, one, options, frame))
+    : heldByChain(locks, key, options, frame);
   if (!held) return undefined;
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   return held.join(options.maxHold);
@@ -229,13 +228,13 @@ async function acquireOrSkip(
   try {
     // A source `lockSourceFor` returned: the engine's `HeldLock` or `MultiLock`, or a double's
     // `HandleLease`.
-    const handle = await (typeof key === 'string'
+    const handle = await (isKeyList(key)
       ? locks.acquire(key, options)
       : locks.acquire(key, options));
     const acquired = handle as Partial<HeldLease> & LockHandle;
     // A real service whose `acquire` was replaced (a spy, a subclass) may hand back a plain handle.
     if (acquired && acquired.owner === locks.engine) return acquired as HeldLease;
-    if (typeof key === 'string') {
+    if (!isKeyList(key)) {
       return new HandleLease(acquired, key, locks.engine, locks.engine.keysOf(key).lock);
     }
     const names = key.map((one) => locks.engine.keysOf(one).lock);

@@ -11,10 +11,10 @@ import { givenBackend } from './given-backend';
 import type { LockEventListener, LockEventName } from '../engine/lock-events';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { assertLockKey } from '../keys/lock-keys';
-import type { LockSource } from '../locking/lock-source';
+import { isKeyList, type LockSource } from '../locking/lock-source';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
-import { isKeyList, multiKeys } from './multi-key-request';
+import { heldOrNull, heldOrThrow, multiKeys } from './multi-key-request';
 import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
 import type {
   RedisLockModuleOptions,
@@ -70,7 +70,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     key: string | readonly string[],
     options: AcquireOptions = {},
   ): Promise<LockHandle> {
-    if (isKeyList(key)) return this.acquireMany(key, options);
+    if (isKeyList(key)) return heldOrThrow(await this.acquireMany(key, options));
     const outcome = await this.engine.acquire(this.request(key, options));
     if ('lock' in outcome) return outcome.lock;
     throw new LockNotAcquiredError(key, outcome.waited, outcome.retryAfterMs);
@@ -95,12 +95,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     key: string | readonly string[],
     options: Omit<AcquireOptions, 'wait'> = {},
   ): Promise<LockHandle | null> {
-    if (isKeyList(key)) {
-      return this.acquireMany(key, { ...options, wait: 0 }).catch((error: unknown) => {
-        if (error instanceof LockNotAcquiredError) return null;
-        throw error;
-      });
-    }
+    if (isKeyList(key)) return heldOrNull(await this.acquireMany(key, { ...options, wait: 0 }));
     const outcome = await this.engine.acquire(this.request(key, { ...options, wait: 0 }));
     return 'lock' in outcome ? outcome.lock : null;
   }
@@ -256,13 +251,11 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /** All of `keys` or none (`LockNotAcquiredError` names the key still busy). */
-  private async acquireMany(keys: readonly string[], options: AcquireOptions) {
+  /** All of `keys` or none (checked: exclusive, non-empty, duplicates removed). */
+  private acquireMany(keys: readonly string[], options: AcquireOptions) {
     const unique = multiKeys(keys, options, this.options.maxKeyLength);
     const { key: _first, ...request } = this.request(unique[0]!, options);
-    const outcome = await this.engine.acquireMany({ ...request, keys: unique });
-    if ('lock' in outcome) return outcome.lock;
-    const { busyKey, waited, retryAfterMs } = outcome;
-    throw new LockNotAcquiredError(busyKey, waited, retryAfterMs, outcome.keys);
+    return this.engine.acquireMany({ ...request, keys: unique });
   }
 
   private request(key: string, options: AcquireOptions) {

@@ -1,4 +1,7 @@
+import type { MultiAcquireOutcome } from '../engine/multi-acquire-request';
+import type { MultiLockHandle } from '../engine/multi-lock-handle';
 import { LockKeyError } from '../errors/lock-key.error';
+import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { multiKeyMessages } from '../errors/multi-key-messages';
 import { assertLockKey } from '../keys/lock-keys';
 import { assertExclusiveOnly } from '../options/multi-key-options';
@@ -16,7 +19,14 @@ export function multiKeys(keys: unknown, options: object, maxKeyLength: number):
   return [...new Set(keys as string[])];
 }
 
-/** Whether a lock call was given several keys (an array) rather than one. */
-export function isKeyList(key: string | readonly string[]): key is readonly string[] {
-  return Array.isArray(key);
+/** The handle, or `LockNotAcquiredError` naming the key still busy and every key asked for. */
+export function heldOrThrow(outcome: MultiAcquireOutcome): MultiLockHandle {
+  if ('lock' in outcome) return outcome.lock;
+  const { busyKey, waited, retryAfterMs, keys } = outcome;
+  throw new LockNotAcquiredError(busyKey, waited, retryAfterMs, keys);
+}
+
+/** The handle, or null when a key was busy. */
+export function heldOrNull(outcome: MultiAcquireOutcome): MultiLockHandle | null {
+  return 'lock' in outcome ? outcome.lock : null;
 }
