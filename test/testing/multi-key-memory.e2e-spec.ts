@@ -3,9 +3,11 @@
  * grant as one Redis, through `LockService` and `@Locked([...])` on a provider, with no Redis.
  */
 import { Injectable } from '@nestjs/common';
+import { firstValueFrom, Observable, timer, map } from 'rxjs';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Locked, LockNotAcquiredError, LockService } from 'nestjs-redis-lock';
 import { heldLockKeys, RedisLockTestingModule } from 'nestjs-redis-lock/testing';
+import { waitFor } from '../support/time';
 
 @Injectable()
 class Wallets {
@@ -22,6 +24,12 @@ class Wallets {
     this.balances.set(from, a - amount);
     this.balances.set(to, b + amount);
     return heldLockKeys();
+  }
+
+  /** A stream holds both keys from subscribe until it ends. */
+  @Locked(['wallet:<from>', 'wallet:<to>'])
+  history(from: string, to: string): Observable<string[]> {
+    return timer(20).pipe(map(() => [from, to]));
   }
 }
 
@@ -47,6 +55,20 @@ describe('multi-key locks in memory', () => {
     const both = await locks.acquire(['c', 'a']);
     expect(both.fences.c).toBeGreaterThan(0);
     await both.release();
+  });
+
+  it('holds every key of an Observable method while it is subscribed', async () => {
+    const wallets = moduleRef.get(Wallets);
+    const locks = moduleRef.get(LockService);
+    const done = firstValueFrom(wallets.history('cy', 'dan'));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await locks.tryAcquire(['wallet:dan'])).toBeNull();
+    expect(await done).toEqual(['cy', 'dan']);
+    // Released once the stream has ended (its hold ends right after the last value).
+    await waitFor(async () => !(await locks.isLocked('wallet:cy')), 1_000);
+    const after = await locks.tryAcquire(['wallet:dan', 'wallet:cy']);
+    expect(after).not.toBeNull();
+    await after!.release();
   });
 
   it('runs @Locked([...]) under every key, and keeps opposite transfers from overlapping', async () => {
