@@ -94,6 +94,32 @@ describe('acquire([...]) on one Redis', () => {
     expect(await lock.release()).toBe(false);
   });
 
+  it('gives up a cancelled wait holding nothing', async () => {
+    const held = await other.acquire('m13:b');
+    const cancel = new AbortController();
+    const waiting = locks.acquire(['m13:a', 'm13:b'], { wait: 10_000, signal: cancel.signal });
+    await sleep(100);
+    cancel.abort(new Error('client left'));
+    await expect(waiting).rejects.toThrow('client left');
+    expect(await redis.exists(keyOf('m13:a'))).toBe(0);
+    await held.release();
+  });
+
+  it('loses the set at maxHold, releasing every key', async () => {
+    const lock = await locks.acquire(['m14:a', 'm14:b'], { maxHold: 200 });
+    await waitFor(() => lock.signal.aborted, 3_000);
+    expect((lock.signal.reason as LockLostError).reason).toBe('max-hold');
+    await waitFor(async () => (await redis.exists(keyOf('m14:a'), keyOf('m14:b'))) === 0, 3_000);
+  });
+
+  it('aborts the set on shutdown (reason shutdown) and releases every key', async () => {
+    const closing = services.create({ ttl: 3_000, shutdownGrace: 0 });
+    const lock = await closing.acquire(['m15:a', 'm15:b']);
+    await closing.close();
+    expect((lock.signal.reason as LockLostError).reason).toBe('shutdown');
+    expect(await redis.exists(keyOf('m15:a'), keyOf('m15:b'))).toBe(0);
+  });
+
   it('loses nothing while renewal keeps every key alive past its ttl', async () => {
     const lock = await locks.acquire(['m8:a', 'm8:b'], { ttl: 300 });
     await sleep(900);
