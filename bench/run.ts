@@ -12,6 +12,7 @@
  *   BENCH_S5_SEQ=2000     S5 sequential requests per route; BENCH_S5_CONC=8000 concurrent
  *   BENCH_S6_CYCLES=200000  S6 acquire/release cycles (1000000 for the published run)
  *   BENCH_S6_HELD=10000   S6 locks held at once; BENCH_S6_TTL=900 their lease (ms)
+ *   BENCH_MK_OPS=2000     multi-key sequential acquire+release per case; BENCH_MK_MS=2000 parallel run
  *   BENCH_SEM_MS=2000     SEM (semaphore, bench/lib/semaphore.ts) duration per run
  *   BENCH_ONLY=s1,s3      run a subset (then results go to a temp dir unless BENCH_OUT is set)
  *   BENCH_CONTENDERS=ours,raw,redis-semaphore:tuned   run a subset of libraries (same rule)
@@ -33,6 +34,7 @@ import {
 } from './lib/contended';
 import { s5Once, type S5Metrics } from './lib/decorator';
 import { s6Cycles, s6Held } from './lib/memory';
+import { runMultiKey } from './lib/multi-key';
 import { runSemaphoreBench } from './lib/semaphore';
 import { deleteKeys, startBenchRedis, type BenchRedis } from './lib/redis-server';
 import { render, type Results, type S3Cell } from './lib/report';
@@ -409,6 +411,14 @@ async function main(): Promise<void> {
     }
     if (wants('s5')) results.s5 = await runS5(url);
     if (wants('s6')) results.s6 = await runS6(url);
+    if (wants('multikey')) {
+      const mk = {
+        ops: env('BENCH_MK_OPS', 2_000),
+        parallelMs: env('BENCH_MK_MS', 2_000),
+        loops: 64,
+      };
+      Object.assign(results, { multiKey: await runMultiKey(url, mk, log) });
+    }
     if (wants('sem')) results.sem = await runSemaphoreBench(url, config.reps, log);
 
     const deleted = await deleteKeys(url, ['bench:*', 'mutex:bench:*']);

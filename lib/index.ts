@@ -17,6 +17,7 @@ export type {
 export { LockService, type LockLostListener } from './service/lock.service';
 export type { AcquireOptions, LockedOptions, WithLockOptions } from './options/lock-call-options';
 export type { LockHandle } from './engine/lock-handle';
+export type { MultiLockHandle } from './engine/multi-lock-handle';
 export type {
   LockAcquiredEvent,
   LockBusyEvent,
@@ -57,6 +58,7 @@ export {
   LockKeyError,
   LockLostError,
   LockNotAcquiredError,
+  LockReentryError,
   LockServiceClosedError,
   RedisCommandError,
   RedisLockConfigError,

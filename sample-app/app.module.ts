@@ -16,6 +16,9 @@ import {
   SettlementController,
 } from './settlement/settlement.controller';
 import { SettlementService } from './settlement/settlement.service';
+import { CreditStore } from './credits/credit.store';
+import { TransferService } from './credits/transfer.service';
+import { LockedTransfersController, TransfersController } from './credits/transfers.controller';
 import { VoucherSeeder } from './voucher-seeder';
 import { LockedOrderService } from './vouchers/locked-order.service';
 import { OrderService } from './vouchers/order.service';
@@ -50,6 +53,7 @@ export class AppModule {
       controllers: [
         VouchersController,
         locked ? LockedSettlementController : SettlementController,
+        locked ? LockedTransfersController : TransfersController,
         HealthController,
         ...(locked ? [LockStatsController] : []),
         ...(metrics ? [MetricsController] : []),
@@ -58,6 +62,8 @@ export class AppModule {
         { provide: SHOP_SETTINGS, useValue: settings },
         VoucherStore,
         VoucherSeeder,
+        CreditStore,
+        TransferService,
         { provide: OrderService, useClass: locked ? LockedOrderService : OrderService },
         {
           provide: SettlementService,

@@ -8,6 +8,7 @@ export type ShopRefusalReason =
   | 'already-ordered'
   | 'busy'
   | 'sold-out'
+  | 'insufficient-credit'
   | 'unknown-voucher'
   | 'invalid-request'
   | 'lock-lost'
@@ -72,6 +73,18 @@ export class StaleWriteException extends ShopRefusal {
       'lock-lost',
       `The stock lock of voucher "${voucherId}" was lost before the order was written; ` +
         'the write was refused and nothing was sold. Retry the order.',
+    );
+  }
+}
+
+/** 409: the sender has less credit than the transfer moves. */
+export class InsufficientCreditException extends ShopRefusal {
+  constructor(userId: string, credit: number, amount: number) {
+    super(
+      HttpStatus.CONFLICT,
+      'Conflict',
+      'insufficient-credit',
+      `User "${userId}" has ${credit} credit, less than the ${amount} to transfer.`,
     );
   }
 }

@@ -12,6 +12,13 @@ export type FairAcquireReply =
   /** Busy: ms until another try is worth it, and the fence counter as it stood. */
   | { retryAfterMs: number; fence: number };
 
+/** What one all-or-nothing try for several locks found (`acquireAll`). */
+export type AcquireAllReply =
+  /** All granted: one fence per lock, in the order asked. */
+  | { fences: number[] }
+  /** None granted: the index of the first busy lock, and its holder's lease left (ms). */
+  | { busy: number; retryAfterMs: number };
+
 /** A held lease as the watchdog renews it. */
 export interface RenewableLease {
   readonly redisKeys: LockRedisKeys;
@@ -29,6 +36,17 @@ export interface RenewableLease {
 export interface LockBackend {
   /** Tries once. Resolves the new fence (> 0) when granted, else -(holder's PTTL in ms). */
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number>;
+  /**
+   * Multi-key locks: tries once for all of `keys` in one atomic step, `tokens[i]` for `keys[i]`
+   * — all granted, or none. Absent (Redlock): the engine takes the keys one by one in order.
+   */
+  acquireAll?(
+    keys: readonly LockRedisKeys[],
+    tokens: readonly string[],
+    ttl: number,
+  ): Promise<AcquireAllReply>;
+  /** Whether `acquireAll` can take these keys now (a Cluster: only keys of one slot). */
+  canAcquireAll?(keys: readonly LockRedisKeys[]): boolean;
   /** Compare-and-pexpire. Resolves whether `token` still owned the lock. */
   extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean>;
   /**

@@ -1,6 +1,11 @@
 import { clockDrift } from '../util/clock';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
+import type {
+  AcquireAllReply,
+  FairAcquireReply,
+  FairLockBackend,
+  RenewableLease,
+} from './lock-backend';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import type { EvictedLock, RawLockInfo } from './lock-info';
@@ -30,7 +35,7 @@ export interface MemoryLockBackendOptions {
  * What it models: a lease per lock (token + expiry), compare-and-pexpire renewal and extension,
  * compare-and-delete release, the fence counter (counting up while it lives, outliving each lease
  * by `fenceRetention`, and restarting from the clock in µs once it lapsed), the busy reply
- * -(holder's PTTL), fair mode's queue (waiter entries that lapse after `waiterTtl`, a free lock
+ * -(holder's PTTL), the all-or-nothing grant of several locks (`acquireAll`), fair mode's queue (waiter entries that lapse after `waiterTtl`, a free lock
  * reserved for the head of the queue, hand-off on release), the holder record of each grant
  * (instance id, and since on `Date.now()`: epoch ms as on Redis, fake timers included) with its
  * waiters' ids for inspection, listing (`scan`, its cursor an index in name order), and pub/sub: a release publishes the
@@ -76,6 +81,32 @@ export class MemoryLockBackend implements FairLockBackend {
       const pttl = this.keys.pttlOf(holder);
       return pttl > 0 ? -pttl : 0;
     });
+  }
+
+  /** All or none, as the script does: the first busy lock (and its PTTL) means nothing written. */
+  acquireAll(
+    keys: readonly LockRedisKeys[],
+    tokens: readonly string[],
+    ttl: number,
+  ): Promise<AcquireAllReply> {
+    return this.command((): AcquireAllReply => {
+      const busy = keys.findIndex((k, i) => {
+        const holder = this.keys.lease(k);
+        return holder !== undefined && holder.token !== tokens[i];
+      });
+      if (busy >= 0) return { busy, retryAfterMs: this.keys.pttlOf(this.keys.lease(keys[busy]!)!) };
+      const fences = keys.map((k, i) => {
+        if (this.keys.lease(k)) return this.keys.fence(k); // ours: a re-sent command
+        this.keys.setLease(k, tokens[i]!, ttl, this.instanceId);
+        return this.keys.nextFence(k, ttl);
+      });
+      return { fences };
+    });
+  }
+
+  /** One server: any keys. */
+  canAcquireAll(): boolean {
+    return true;
   }
 
   extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {

@@ -25,7 +25,13 @@ import { inspectScript } from '../lua/inspect.script';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { AcknowledgedGrants } from './acknowledged-grants';
-import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
+import { acquireAllOnRedis, oneSlot } from './acquire-all';
+import type {
+  AcquireAllReply,
+  FairAcquireReply,
+  FairLockBackend,
+  RenewableLease,
+} from './lock-backend';
 import { parseHolder, type EvictedLock, type RawLockInfo } from './lock-info';
 import { scanLockNames, type LockNamesPage } from './lock-scan';
 import { renewInBatches } from './renew-batches';
@@ -90,6 +96,20 @@ export class RedisBackend implements FairLockBackend {
           );
     if (!this.acknowledged) return grant(this.client);
     return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
+  }
+
+  acquireAll(
+    keys: readonly LockRedisKeys[],
+    tokens: readonly string[],
+    ttl: number,
+  ): Promise<AcquireAllReply> {
+    const { client, fenceRetention, instanceId } = this;
+    return acquireAllOnRedis({ client, ttl, fenceRetention, instanceId }, keys, tokens);
+  }
+
+  /** One Redis: always; a Cluster: keys of one slot; `replicaAck`: never (grants wait per key). */
+  canAcquireAll(keys: readonly LockRedisKeys[]): boolean {
+    return !this.acknowledged && (!this.cluster || oneSlot(keys));
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {

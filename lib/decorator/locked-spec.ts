@@ -12,6 +12,8 @@ import { readParamBindings, type ParamBinding } from '../keys/param-names';
 import { keyFromResolverArguments, keyFromRouteArguments } from './route-key-plan';
 import type { OptionNames } from '../options/known-options';
 import type { LockedOptions } from '../options/lock-call-options';
+import type { LockTarget } from '../locking/lock-source';
+import { multiKeyTemplates } from './multi-key-templates';
 
 /**
  * A key function: on a provider method it receives the method's arguments; on a controller or
@@ -38,6 +40,11 @@ export interface LockedSpec {
   readonly where: string;
   readonly template?: KeyTemplate;
   readonly keyFactory?: LockKeyFactory;
+  /**
+   * `@Locked([...])`: one spec per key template, each checked and rendered like a single one;
+   * the call holds all of their keys together (all or none).
+   */
+  readonly members?: readonly LockedSpec[];
   /** Parameter names → argument positions; `undefined` when the source could not be read. */
   readonly params?: ReadonlyMap<string, ParamBinding>;
   readonly options: LockedOptions;
@@ -57,12 +64,19 @@ export interface MethodSite {
 }
 
 export function createLockedSpec(
-  key: string | LockKeyFactory,
+  key: string | readonly string[] | LockKeyFactory,
   options: LockedOptions,
   fn: (...args: never[]) => unknown,
   site: MethodSite,
   returnsObservable: boolean,
 ): LockedSpec {
+  if (isTemplateList(key)) {
+    const templates = multiKeyTemplates(key, options, site.where);
+    const members = templates.map((one) =>
+      createLockedSpec(one, options, fn, site, returnsObservable),
+    );
+    return { ...site, members, options, returnsObservable };
+  }
   if (typeof key === 'function') return { ...site, keyFactory: key, options, returnsObservable };
   return {
     ...site,
@@ -71,6 +85,12 @@ export function createLockedSpec(
     options,
     returnsObservable,
   };
+}
+
+function isTemplateList(
+  key: string | readonly string[] | LockKeyFactory,
+): key is readonly string[] {
+  return Array.isArray(key);
 }
 
 export function getLockedSpec(method: unknown): LockedSpec | undefined {
@@ -82,6 +102,7 @@ export function getLockedSpec(method: unknown): LockedSpec | undefined {
  * argument index), so a typo fails the app's start rather than a request.
  */
 export function assertProviderPlaceholders(spec: LockedSpec): void {
+  if (spec.members) return spec.members.forEach(assertProviderPlaceholders);
   if (!spec.template || checkedAgainstParams.has(spec)) return;
   for (const placeholder of spec.template.placeholders) {
     const root = placeholder.path[0];
@@ -112,7 +133,8 @@ function looksWrapped(params: ReadonlyMap<string, ParamBinding>): boolean {
 }
 
 /** The key of a provider-method call, from its arguments. */
-export function keyFromArguments(spec: LockedSpec, args: unknown[]): string {
+export function keyFromArguments(spec: LockedSpec, args: unknown[]): LockTarget {
+  if (spec.members) return spec.members.map((one) => keyFromArguments(one, args) as string);
   if (spec.keyFactory)
     return checkFactoryKey(spec, (spec.keyFactory as (...a: unknown[]) => unknown)(...args));
   assertProviderPlaceholders(spec); // once per method: a plain `new`ed instance skipped bootstrap
@@ -137,7 +159,8 @@ export function keyFromRoute(
   spec: LockedSpec,
   args: readonly unknown[],
   context: ExecutionContext,
-): string {
+): LockTarget {
+  if (spec.members) return spec.members.map((one) => keyFromRoute(one, args, context) as string);
   if (spec.keyFactory) {
     const factory = spec.keyFactory as (c: unknown, a: readonly unknown[]) => unknown;
     return checkFactoryKey(spec, factory(context, args));
@@ -155,7 +178,10 @@ export function keyFromResolverCall(
   args: readonly unknown[],
   resolver: object,
   handler: object,
-): string {
+): LockTarget {
+  if (spec.members) {
+    return spec.members.map((one) => keyFromResolverCall(one, args, resolver, handler) as string);
+  }
   if (spec.keyFactory) {
     const factory = spec.keyFactory as (c: undefined, a: readonly unknown[]) => unknown;
     return checkFactoryKey(spec, factory(undefined, args));

@@ -12,6 +12,7 @@ import {
   assertPositive,
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
+import { assertExclusiveOnly } from '../options/multi-key-options';
 import { assertPermits } from '../options/permits-option';
 import type { LockedOptions } from '../options/lock-call-options';
 import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
@@ -54,6 +55,9 @@ export type LockedMethodDecorator = <T extends LockableMethod>(
  *   `<user.x>`. On GraphQL resolvers (queries, mutations, `@ResolveField`) `@Args('uid') userId`
  *   answers to `<uid>` and `<userId>`. Dotted paths (`<dto.user.id>`, `<0.id>`) reach inside.
  *   Checked at bootstrap.
+ * - An array of templates, `['account:<from>', 'account:<to>']`, locks every key together: all
+ *   or none, in one global order, never a deadlock (docs/multi-key.md). Each template is checked
+ *   like a single one; exclusive locks only.
  * - A function is the escape hatch: `(...args) => string` on providers, `(ctx, args) => string` on
  *   handlers (the `ExecutionContext`, then the piped arguments).
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
@@ -84,10 +88,11 @@ export type LockedMethodDecorator = <T extends LockableMethod>(
  * ```
  */
 export function Locked(
-  key: string | LockKeyFactory,
+  key: string | readonly string[] | LockKeyFactory,
   options: LockedOptions = {},
 ): LockedMethodDecorator {
   validateLockedOptions(options);
+  if (Array.isArray(key)) assertExclusiveOnly(options); // several keys: exclusive locks only
   return (target, propertyKey, descriptor) => {
     const where = `${describeTarget(target)}.${String(propertyKey)}`;
     assertKnownOptions(`@Locked() on ${where}`, options, LOCKED_OPTION_NAMES);

@@ -48,6 +48,7 @@ import {
   type ResponseBinding,
 } from './locked-response';
 import { getLockedSpec, keyFromRoute, type LockedSpec } from './locked-spec';
+import { isKeyList, type LockTarget } from '../locking/lock-source';
 import { LOCK_SOURCE } from './locked-binding';
 
 /** What `@Sse()` stores on a handler (the key `@nestjs/common` uses; no deep import, for ESM builds). */
@@ -114,7 +115,7 @@ export class LockedInterceptor implements NestInterceptor {
     args: unknown[],
     invoke: (args: unknown[]) => unknown,
   ): Observable<unknown> {
-    let key: string;
+    let key: LockTarget;
     try {
       key = this.resolveKey(spec, context, args);
     } catch (error) {
@@ -129,7 +130,7 @@ export class LockedInterceptor implements NestInterceptor {
         ran = true;
         return this.runHeld(context, spec, call, binding, args, invoke);
       },
-      (error) => this.mapError(error, context, key),
+      (error) => this.mapError(error, context, isKeyList(key) ? key.join(', ') : key),
     );
     // A call skipped as busy (`onBusy: 'skip'`) never ran: it still answers.
     return concat(
@@ -198,10 +199,10 @@ export class LockedInterceptor implements NestInterceptor {
   }
 
   /**
-   * Builds the lock key for this call from the arguments the handler receives (after pipes).
-   * Override to derive keys differently.
+   * Builds the lock key for this call from the arguments the handler receives (after pipes):
+   * several keys for `@Locked([...])`, locked together. Override to derive keys differently.
    */
-  protected resolveKey(spec: LockedSpec, context: ExecutionContext, args: unknown[]): string {
+  protected resolveKey(spec: LockedSpec, context: ExecutionContext, args: unknown[]): LockTarget {
     return keyFromRoute(spec, args, context);
   }
 

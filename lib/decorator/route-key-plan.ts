@@ -24,6 +24,8 @@ export interface RouteKeySpec {
   /** `Class.method`, for messages. */
   readonly where: string;
   readonly template?: KeyTemplate;
+  /** `@Locked([...])`: one spec per key template. */
+  readonly members?: readonly RouteKeySpec[];
   /** Parameter names → argument positions; `undefined` when the source could not be read. */
   readonly params?: ReadonlyMap<string, ParamBinding>;
   /** The class the method was declared on, and its name: where Nest keeps its parameter metadata. */
@@ -52,6 +54,8 @@ const plans = new WeakMap<RouteKeySpec, WeakMap<object, Partial<Record<HandlerKi
  * lacks stops the app's start. Throws `RedisLockConfigError`.
  */
 export function assertRoutePlaceholders(spec: RouteKeySpec, controller: object, handler: object) {
+  // `@Locked([...])`: each template is planned (and checked) on its own.
+  for (const one of spec.members ?? []) assertRoutePlaceholders(one, controller, handler);
   const kind = handlerKind(handler);
   if (kind && spec.template) planFor(spec, kind, controller, handler);
 }

@@ -19,6 +19,8 @@ import type { HeldLock } from './held-lock';
 import { LeaseReleaser } from './lease-releaser';
 import type { LockHandle } from './lock-handle';
 import { LockLifecycle } from './lock-lifecycle';
+import type { MultiAcquireOutcome, MultiAcquireRequest } from './multi-acquire-request';
+import { MultiAcquirer } from './multi-acquirer';
 import type { LockOperations } from './lock-operations';
 import { PlainAcquirer } from './plain-acquirer';
 import { ReleaseNotifier } from './release-notifier';
@@ -51,6 +53,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   /** Plain tries serve every kind of lease; fair mode's queue (when on) orders exclusive ones. */
   private readonly plain: Acquirer;
   private readonly fair?: Acquirer;
+  private readonly multi: MultiAcquirer;
   /** Every lock held through this engine, renewed or not, for release on shutdown. */
   private readonly held = new Set<HeldLock>();
   /** Set when shutdown begins: acquires are refused from then on. */
@@ -60,7 +63,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   /** During the shutdown grace: ends the wait once the last held lock is released or lost. */
   private whenIdle?: () => void;
   /** Acquire calls in progress, which close() waits for before it closes the connection. */
-  private readonly calls = new Set<Promise<AcquireOutcome>>();
+  private readonly calls = new Set<Promise<unknown>>();
 
   /**
    * Runs on the backend `createBackend(options)` opens, unless given one (a unit test's fake,
@@ -90,6 +93,8 @@ export class LockEngine implements LockOperations<HeldLock> {
     this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);
     this.plain = new PlainAcquirer(this.acquireContext(), backend);
     if (this.fairBackend) this.fair = new FairAcquirer(this.acquireContext(), this.fairBackend);
+    const one = (request: AcquireRequest) => this.acquire(request);
+    this.multi = new MultiAcquirer(this.acquireContext(), backend, one, options.fair);
   }
 
   keysOf(key: string, kind?: LeaseKind): LockRedisKeys {
@@ -103,7 +108,18 @@ export class LockEngine implements LockOperations<HeldLock> {
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const exclusive = (request.kind?.type ?? 'exclusive') === 'exclusive';
     const acquirer = exclusive ? (this.fair ?? this.plain) : this.plain;
-    const call = this.lifecycle.acquire(request.key, () => acquirer.acquire(request));
+    return this.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
+  }
+
+  /** Multi-key: all of `request.keys` or none, in one global order (see `MultiAcquirer`). */
+  acquireMany(request: MultiAcquireRequest): Promise<MultiAcquireOutcome> {
+    const run = () => this.multi.acquire(request);
+    // Taken one by one, each key is a single-key call of its own (tracked and reported as such).
+    return this.counted(this.multi.atOnce(request.keys) ? this.lifecycle.acquireMany(run) : run());
+  }
+
+  /** Counts `call` among the acquire calls in progress (close() waits for them). */
+  private counted<T>(call: Promise<T>): Promise<T> {
     this.calls.add(call);
     const forget = (): void => void this.calls.delete(call);
     call.then(forget, forget);

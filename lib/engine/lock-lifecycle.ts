@@ -10,6 +10,7 @@ import type { AcquireOutcome } from './acquire-request';
 import { emitSafely } from './emit-lost';
 import type { HeldLock } from './held-lock';
 import type { LockHandle } from './lock-handle';
+import type { MultiAcquireOutcome } from './multi-acquire-request';
 
 /**
  * Where a lock's lifecycle is reported: the typed events of `LockService.on()` and the
@@ -44,6 +45,25 @@ export class LockLifecycle {
         this.telemetry.metrics?.acquireFailed(monotonicNow() - started, error);
         span?.failed(error);
       },
+    );
+    return running;
+  }
+
+  /**
+   * Runs one multi-key call whose keys are taken in one step (`call`): an `'acquired'` event per
+   * key when granted, one `'busy'` for the key still busy when not. (Taken one by one, each key
+   * goes through `acquire()` and is reported there.)
+   */
+  acquireMany(call: () => Promise<MultiAcquireOutcome>): Promise<MultiAcquireOutcome> {
+    const started = monotonicNow();
+    const running = call();
+    running.then(
+      (outcome) => {
+        const waitedMs = monotonicNow() - started;
+        if (!('lock' in outcome)) this.busy(outcome.busyKey, waitedMs, outcome.retryAfterMs);
+        else for (const lock of outcome.lock.parts) this.acquired(lock, waitedMs, undefined);
+      },
+      (error: unknown) => this.telemetry.metrics?.acquireFailed(monotonicNow() - started, error),
     );
     return running;
   }
@@ -96,12 +116,7 @@ export class LockLifecycle {
     emitSafely(this.events, this.logger, 'acquired', { key, fence, waitedMs, mode: this.mode });
   }
 
-  private busy(
-    key: string,
-    waitedMs: number,
-    retryAfterMs: number,
-    span: AcquireSpan | undefined,
-  ): void {
+  private busy(key: string, waitedMs: number, retryAfterMs: number, span?: AcquireSpan): void {
     this.telemetry.metrics?.busy(waitedMs);
     span?.busy(retryAfterMs);
     if (this.events.listenerCount('busy') === 0) return;

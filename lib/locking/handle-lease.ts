@@ -28,6 +28,8 @@ export class HandleLease implements HeldLease {
     readonly owner: object,
     /** The source's own namespace in a call chain's frame, apart from every other source's. */
     frameKey: string,
+    /** Several keys held as one: each key's name in the frame (a nested call on one joins). */
+    readonly lockNames?: readonly string[],
   ) {
     this.handle = handle ?? {};
     this.redisKeys = { lock: frameKey };

@@ -18,6 +18,11 @@ export interface HeldLease {
   readonly owner: object;
   /** The name a call chain's frame keeps its hold under. */
   readonly redisKeys: { readonly lock: string; readonly kind?: LeaseKind };
+  /** Several keys held as one: every name the frame keeps the hold under (else `redisKeys`). */
+  readonly lockNames?: readonly string[];
+  /** Several keys held as one: the keys, and each key's fence (else `key` and `fence`). */
+  readonly keys?: readonly string[];
+  readonly fences?: Readonly<Record<string, number>>;
   /** The loss, if the lock was lost. */
   readonly lost: LockLostError | undefined;
   /** Declares the lock lost if its deadline has passed; true when it is lost. */

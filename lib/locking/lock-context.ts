@@ -75,6 +75,7 @@ export function outsideLocks<T>(fn: () => T): T {
 /** A child frame whose innermost hold is `hold`. */
 export function frameWith(parent: LockFrame | undefined, hold: Hold): LockFrame {
   const held = new Map(parent?.held);
-  held.set(hold.lock.redisKeys.lock, hold);
+  // A multi-key lock is found under each of its keys: a nested call on any of them joins it.
+  for (const name of hold.lock.lockNames ?? [hold.lock.redisKeys.lock]) held.set(name, hold);
   return { held, hold };
 }

@@ -26,6 +26,16 @@ export interface LockSource {
   readonly engine: {
     keysOf(key: string, kind?: LeaseKind): { readonly lock: string };
   } & Partial<Pick<LockEngine, 'lifecycle'>>;
+  /** Acquires all of `keys` or none, or rejects with `LockNotAcquiredError`. */
+  acquire(keys: readonly string[], options: AcquireOptions): Promise<LockHandle>;
   /** Acquires `key`, or rejects with `LockNotAcquiredError` when the wait runs out. */
   acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
+}
+
+/** What a lock call locks: one key, or several taken together (all or none). */
+export type LockTarget = string | readonly string[];
+
+/** Whether a lock call was given several keys (an array) rather than one. */
+export function isKeyList(key: LockTarget): key is readonly string[] {
+  return Array.isArray(key);
 }

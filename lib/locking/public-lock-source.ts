@@ -5,7 +5,7 @@ import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { HandleLease } from './handle-lease';
 import { frameKeyOf } from './lease-frames';
-import type { LockSource } from './lock-source';
+import { isKeyList, type LockSource, type LockTarget } from './lock-source';
 
 /**
  * Marks a lock source holds use as it is: this package's own `LockService` (its locks are the
@@ -25,7 +25,7 @@ export interface ServiceLockSource extends LockSource {
  */
 interface PublicLockSource {
   readonly options?: Partial<ResolvedRedisLockOptions>;
-  acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
+  acquire(key: LockTarget, options: AcquireOptions): Promise<LockHandle>;
 }
 
 /** Adapters of the doubles seen so far: one per double, so re-entrancy is per double too. */
@@ -74,9 +74,13 @@ function adapt(double: PublicLockSource): ServiceLockSource {
   const adapter: ServiceLockSource = {
     options: { ...DEFAULT_OPTIONS, ...optionsOf(double) },
     engine,
-    async acquire(key: string, options: AcquireOptions) {
+    async acquire(key: LockTarget, options: AcquireOptions) {
       const handle: LockHandle | undefined = await double.acquire(key, options);
-      return new HandleLease(handle, key, engine, frameKeyOf(adapter, key, options));
+      if (!isKeyList(key)) {
+        return new HandleLease(handle, key, engine, frameKeyOf(adapter, key, options));
+      }
+      const names = key.map((one) => engine.keysOf(one).lock);
+      return new HandleLease(handle, key.join(', '), engine, names[0] ?? namespace, names);
     },
   };
   // An adapter bound to an instance (`bindLockSource`) is found again as it is, not re-adapted.

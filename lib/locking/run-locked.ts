@@ -7,7 +7,8 @@ import type { OnBusyPolicy } from '../options/redis-lock-options';
 import { assertMaxHold } from '../options/resolve-options';
 import type { HeldLease } from './held-lease';
 import { Hold, releaseQuietly } from './holds';
-import type { LockSource } from './lock-source';
+import { isKeyList, type LockSource, type LockTarget } from './lock-source';
+import { heldAllByChain } from './multi-key-holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
 import { lockSourceFor } from './public-lock-source';
@@ -29,7 +30,7 @@ export interface RunLockedOptions extends WithLockOptions {
  */
 export async function runLocked<T>(
   given: LockSource,
-  key: string,
+  key: LockTarget,
   options: RunLockedOptions,
   fn: (lock: LockHandle) => T | Promise<T>,
 ): Promise<T> {
@@ -73,7 +74,7 @@ export async function runLocked<T>(
  */
 export function observeLocked<T>(
   given: LockSource,
-  key: string,
+  key: LockTarget,
   options: RunLockedOptions,
   source: (call: LockedCall) => Observable<T>,
   mapError: (error: unknown) => unknown = (error) => error,
@@ -192,15 +193,17 @@ async function endHold({ hold, call }: Subscribed): Promise<LockLostError | unde
 /**
  * Another hold on the lock of `key` this chain already holds, if re-entrancy applies. Its
  * `maxHold` is checked as a fresh acquire checks it: a bound a timer cannot wait would fire at
- * once.
+ * once. Several keys join only a hold of all of them (`heldAllByChain`).
  */
 function joinHeld(
   locks: LockSource,
-  key: string,
+  key: LockTarget,
   options: RunLockedOptions,
   frame: LockFrame | undefined,
 ): Hold | undefined {
-  const held = heldByChain(locks, key, options, frame);
+  const held = isKeyList(key)
+    ? heldAllByChain(key, (one) => heldByChain(locks, one, options, frame))
+    : heldByChain(locks, key, options, frame);
   if (!held) return undefined;
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   return held.join(options.maxHold);
@@ -222,15 +225,23 @@ function heldByChain(
 
 async function acquireOrSkip(
   locks: LockSource,
-  key: string,
+  key: LockTarget,
   options: RunLockedOptions,
 ): Promise<HeldLease | null> {
   try {
-    // A source `lockSourceFor` returned: the engine's `HeldLock`, or a double's `HandleLease`.
-    const acquired = (await locks.acquire(key, options)) as Partial<HeldLease> & LockHandle;
+    // A source `lockSourceFor` returned: the engine's `HeldLock` or `MultiLock`, or a double's
+    // `HandleLease`.
+    const handle = await (isKeyList(key)
+      ? locks.acquire(key, options)
+      : locks.acquire(key, options));
+    const acquired = handle as Partial<HeldLease> & LockHandle;
     // A real service whose `acquire` was replaced (a spy, a subclass) may hand back a plain handle.
     if (acquired && acquired.owner === locks.engine) return acquired as HeldLease;
-    return new HandleLease(acquired, key, locks.engine, frameKeyOf(locks, key, options));
+    if (!isKeyList(key)) {
+      return new HandleLease(acquired, key, locks.engine, frameKeyOf(locks, key, options));
+    }
+    const names = key.map((one) => locks.engine.keysOf(one).lock);
+    return new HandleLease(acquired, key.join(', '), locks.engine, names[0] ?? '', names);
   } catch (error) {
     if (
       error instanceof LockNotAcquiredError &&

@@ -1,5 +1,5 @@
 import type { HeldLease } from './held-lease';
-import type { LockHandle } from '../engine/lock-handle';
+import type { MultiLockHandle } from '../engine/multi-lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
@@ -22,7 +22,7 @@ export interface OwningHold {
  * before the key can be released. `release()` ends this hold only: the lock is released when the
  * last hold on it ends. The signal is only built when someone reads it.
  */
-export class ScopedLock implements LockHandle {
+export class ScopedLock implements MultiLockHandle {
   private scope?: AbortController;
   private combined?: AbortSignal;
   private ended = false;
@@ -44,6 +44,14 @@ export class ScopedLock implements LockHandle {
   }
   get validUntil(): number {
     return this.lock.validUntil;
+  }
+  /** The keys held: several for a multi-key lock, else the one key. */
+  get keys(): readonly string[] {
+    return this.lock.keys ?? [this.lock.key];
+  }
+  /** Each key's fence: several for a multi-key lock, else the one key's. */
+  get fences(): Readonly<Record<string, number>> {
+    return this.lock.fences ?? { [this.lock.key]: this.lock.fence };
   }
   get isHeld(): boolean {
     this.hold.expireIfDue();

@@ -5,14 +5,16 @@ import {
 } from '@nestjs/common';
 import type { EvictedLock, LockInfo, LockListPage } from '../backends/lock-info';
 import type { LockHandle } from '../engine/lock-handle';
+import type { MultiLockHandle } from '../engine/multi-lock-handle';
 import { LockEngine } from '../engine/lock-engine';
 import { givenBackend } from './given-backend';
 import type { LockEventListener, LockEventName } from '../engine/lock-events';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { assertLockKey } from '../keys/lock-keys';
-import type { LockSource } from '../locking/lock-source';
+import { isKeyList, type LockSource } from '../locking/lock-source';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
+import { heldOrNull, heldOrThrow, multiKeys } from './multi-key-request';
 import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
 import { leaseKindOf } from '../options/permits-option';
 import type {
@@ -61,8 +63,16 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    * try { await reserve(sku, lock.fence); } finally { await lock.release(); }
    * const slot = await locks.acquire('export:42', { permits: 3, wait: 10_000 });
    * ```
+   * Given an array of keys, takes all of them or none (docs/multi-key.md): exclusive locks, one
+   * handle, one signal, a fence per key.
    */
-  async acquire(key: string, options: AcquireOptions = {}): Promise<LockHandle> {
+  acquire(keys: readonly string[], options?: AcquireOptions): Promise<MultiLockHandle>;
+  acquire(key: string, options?: AcquireOptions): Promise<LockHandle>;
+  async acquire(
+    key: string | readonly string[],
+    options: AcquireOptions = {},
+  ): Promise<LockHandle> {
+    if (isKeyList(key)) return heldOrThrow(await this.acquireMany(key, options));
     const outcome = await this.engine.acquire(this.request(key, options));
     if ('lock' in outcome) return outcome.lock;
     throw new LockNotAcquiredError(key, outcome.waited, outcome.retryAfterMs);
@@ -76,11 +86,18 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    * const lock = await locks.tryAcquire('nightly-job');
    * if (!lock) return; // another instance runs it
    * ```
+   * Given an array of keys: all of them if every one is free right now, else `null`.
    */
+  tryAcquire(
+    keys: readonly string[],
+    options?: Omit<AcquireOptions, 'wait'>,
+  ): Promise<MultiLockHandle | null>;
+  tryAcquire(key: string, options?: Omit<AcquireOptions, 'wait'>): Promise<LockHandle | null>;
   async tryAcquire(
-    key: string,
+    key: string | readonly string[],
     options: Omit<AcquireOptions, 'wait'> = {},
   ): Promise<LockHandle | null> {
+    if (isKeyList(key)) return heldOrNull(await this.acquireMany(key, { ...options, wait: 0 }));
     const outcome = await this.engine.acquire(this.request(key, { ...options, wait: 0 }));
     return 'lock' in outcome ? outcome.lock : null;
   }
@@ -98,13 +115,27 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    *   await step2(lock.fence);
    * });
    * ```
+   * Given an array of keys, holds all of them (docs/multi-key.md):
+   * `withLock([`account:${from}`, `account:${to}`], (lock) => move(lock.fences))`.
    */
+  withLock<T>(
+    keys: readonly string[],
+    fn: (lock: MultiLockHandle) => T | Promise<T>,
+    options?: WithLockOptions,
+  ): Promise<T>;
   withLock<T>(
     key: string,
     fn: (lock: LockHandle) => T | Promise<T>,
+    options?: WithLockOptions,
+  ): Promise<T>;
+  withLock<T>(
+    key: string | readonly string[],
+    fn: ((lock: LockHandle) => T | Promise<T>) | ((lock: MultiLockHandle) => T | Promise<T>),
     options: WithLockOptions = {},
   ): Promise<T> {
-    return runLocked(this, key, { ...options, onBusy: 'throw' }, fn);
+    // A hold's handle carries `keys` and `fences` whatever it holds.
+    const run = fn as (lock: LockHandle) => T | Promise<T>;
+    return runLocked(this, key, { ...options, onBusy: 'throw' }, run);
   }
 
   /** Whether anyone holds `key` right now. */
@@ -219,6 +250,14 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   /** Closes the connections last, after the drain. Called by Nest, not by you. */
   onApplicationShutdown(): Promise<void> {
     return this.close();
+  }
+
+  /** All of `keys` or none (`LockNotAcquiredError` names the key still busy). */
+  /** All of `keys` or none (checked: exclusive, non-empty, duplicates removed). */
+  private acquireMany(keys: readonly string[], options: AcquireOptions) {
+    const unique = multiKeys(keys, options, this.options.maxKeyLength);
+    const { key: _first, ...request } = this.request(unique[0]!, options);
+    return this.engine.acquireMany({ ...request, keys: unique });
   }
 
   private request(key: string, options: AcquireOptions) {

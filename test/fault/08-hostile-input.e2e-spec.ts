@@ -155,7 +155,10 @@ describe('scenario 8: hostile keys on LockService', () => {
     ['undefined', undefined],
     ['an object', { toString: () => 'sneaky' }],
     ['a String object', Object('boxed')],
-    ['an array', ['a']],
+    // An array names several keys (a multi-key lock): each must be a valid key itself.
+    ['an array holding a number', [42]],
+    ['an array holding an object', ['a', { toString: () => 'sneaky' }]],
+    ['an empty array', []],
     ['a symbol', Symbol('s')],
   ])('rejects %s as a key with LockKeyError', async (_, key) => {
     const result = await outcome(locks.acquire(key as string));
@@ -324,7 +327,10 @@ describe('scenario 8: hostile values in @Locked key templates', () => {
     ['NaN', NaN],
     ['Infinity', Infinity],
     ['an object', { id: 1 }],
-    ['an array', ['a']],
+    // An array names several keys (a multi-key lock): each must be a valid key itself.
+    ['an array holding a number', [42]],
+    ['an array holding an object', ['a', { toString: () => 'sneaky' }]],
+    ['an empty array', []],
     ['a symbol', Symbol('s')],
     ['a function', () => 'k'],
     ['a Date', new Date(0)],

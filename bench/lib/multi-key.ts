@@ -1,0 +1,152 @@
+/**
+ * Multi-key locks: what holding two keys together costs next to one key, and next to the raw
+ * floor (bare Redis commands, no library). Each case does acquire + release of fresh keys:
+ * sequentially (round-trip bound), then from 64 concurrent loops (throughput bound). Cases take
+ * turns in blocks, so a load change on the machine hits all alike.
+ *
+ * - raw, 1 key: `SET NX PX` + compare-and-delete script (the single-key floor);
+ * - raw, 2 keys: one script sets both or neither, one script deletes both (the multi-key floor);
+ * - ours, 1 key: `acquire(key)`;
+ * - ours, 2 keys: `acquire([a, b])`, one script per try (one Redis);
+ * - ours fair, 2 keys: fair mode, keys taken one by one in lock order (the Cluster/Redlock path).
+ */
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import { LockService } from 'nestjs-redis-lock';
+import { percentile, nowUs } from './stats';
+
+export interface MultiKeyRow {
+  case: string;
+  sequentialOpsPerSec: number;
+  p50Us: number;
+  p99Us: number;
+  parallelOpsPerSec: number;
+}
+
+export interface MultiKeyConfig {
+  /** Sequential acquire + release per case. */
+  ops: number;
+  /** Duration of each case's parallel run. */
+  parallelMs: number;
+  loops: number;
+}
+
+interface Case {
+  name: string;
+  /** Acquires the fresh key(s) named from `id` and releases them. */
+  cycle(id: string): Promise<unknown>;
+  close(): Promise<unknown>;
+}
+
+const TTL = 30_000;
+const DEL_IF_EQUAL = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+const SET_ALL = `for i = 1, #KEYS do if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end end
+for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end return 1`;
+const DEL_ALL = `local n = 0 for i = 1, #KEYS do if redis.call('GET', KEYS[i]) == ARGV[1] then n = n + redis.call('DEL', KEYS[i]) end end return n`;
+
+async function rawCase(url: string, keys: 1 | 2): Promise<Case> {
+  const client = new Redis(url);
+  client.on('error', () => undefined);
+  const [del, setAll, delAll] = await Promise.all(
+    [DEL_IF_EQUAL, SET_ALL, DEL_ALL].map((lua) => client.script('LOAD', lua) as Promise<string>),
+  );
+  return {
+    name: `raw ioredis (floor), ${keys} key${keys > 1 ? 's' : ''}`,
+    async cycle(id) {
+      const token = randomUUID();
+      if (keys === 1) {
+        const key = `bench:mk:raw:${id}`;
+        if ((await client.set(key, token, 'PX', TTL, 'NX')) !== 'OK') throw new Error('busy');
+        return client.evalsha(del!, 1, key, token);
+      }
+      const [a, b] = [`bench:mk:raw:{${id}}:a`, `bench:mk:raw:{${id}}:b`];
+      if ((await client.evalsha(setAll!, 2, a, b, token, TTL)) !== 1) throw new Error('busy');
+      return client.evalsha(delAll!, 2, a, b, token);
+    },
+    close: () => client.quit(),
+  };
+}
+
+async function oursCase(url: string, keys: 1 | 2, fair: boolean): Promise<Case> {
+  const locks = new LockService({
+    redis: url,
+    prefix: `bench:mk:ours${fair ? '-fair' : ''}:`,
+    fair,
+  });
+  await (await locks.acquire(`warmup:${randomUUID()}`)).release();
+  return {
+    name: `nestjs-redis-lock${fair ? ' (fair: keys one by one)' : ''}, ${keys} key${keys > 1 ? 's' : ''}`,
+    async cycle(id) {
+      const held =
+        keys === 1 ? await locks.acquire(id) : await locks.acquire([`${id}:a`, `${id}:b`]);
+      return held.release();
+    },
+    close: () => locks.close(),
+  };
+}
+
+/** Runs every case; resolves one row per case, and logs a markdown table. */
+export async function runMultiKey(
+  url: string,
+  config: MultiKeyConfig,
+  log: (line: string) => void,
+): Promise<MultiKeyRow[]> {
+  const cases = [
+    await rawCase(url, 1),
+    await rawCase(url, 2),
+    await oursCase(url, 1, false),
+    await oursCase(url, 2, false),
+    await oursCase(url, 2, true),
+  ];
+  const run = randomUUID().slice(0, 8);
+  try {
+    const latencies = cases.map((): number[] => []);
+    const elapsed = cases.map(() => 0);
+    const block = 100;
+    for (let done = 0; done < config.ops; done += block) {
+      for (let c = 0; c < cases.length; c++) {
+        const started = nowUs();
+        for (let i = done; i < Math.min(config.ops, done + block); i++) {
+          const t0 = nowUs();
+          await cases[c]!.cycle(`s:${run}:${c}:${i}`);
+          latencies[c]!.push(nowUs() - t0);
+        }
+        elapsed[c]! += nowUs() - started;
+      }
+    }
+    const parallel: number[] = [];
+    for (let c = 0; c < cases.length; c++) {
+      let count = 0;
+      const until = nowUs() + config.parallelMs * 1_000;
+      const started = nowUs();
+      await Promise.all(
+        Array.from({ length: config.loops }, async (_, loop) => {
+          for (let i = 0; nowUs() < until; i++) {
+            await cases[c]!.cycle(`p:${run}:${c}:${loop}:${i}`);
+            count++;
+          }
+        }),
+      );
+      parallel.push(count / ((nowUs() - started) / 1e6));
+    }
+    const rows = cases.map((one, c) => ({
+      case: one.name,
+      sequentialOpsPerSec: latencies[c]!.length / (elapsed[c]! / 1e6),
+      p50Us: percentile(latencies[c]!, 50),
+      p99Us: percentile(latencies[c]!, 99),
+      parallelOpsPerSec: parallel[c]!,
+    }));
+    log(
+      `multi-key (${config.ops} sequential ops, ${config.loops} loops × ${config.parallelMs} ms):`,
+    );
+    log('| case | sequential ops/s | p50 µs | p99 µs | 64-parallel ops/s |');
+    log('|---|---:|---:|---:|---:|');
+    for (const row of rows) {
+      const cells = [row.sequentialOpsPerSec, row.p50Us, row.p99Us, row.parallelOpsPerSec];
+      log(`| ${row.case} | ${cells.map((v) => Math.round(v)).join(' | ')} |`);
+    }
+    return rows;
+  } finally {
+    await Promise.allSettled(cases.map((one) => one.close()));
+  }
+}

@@ -1,0 +1,140 @@
+import type { AcquireAllReply, LockBackend } from '../backends/lock-backend';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { messages } from '../errors/messages';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { LockRedisKeys } from '../keys/lock-keys';
+import { monotonicNow, newToken } from '../util/clock';
+import type { AcquireContext } from './acquire-context';
+import { retryPause } from './backoff';
+import { HeldLock } from './held-lock';
+import type { MultiAcquireOutcome, MultiAcquireRequest } from './multi-acquire-request';
+import { MultiLock } from './multi-lock';
+import { raceAbort } from './race-abort';
+
+/** One key of a multi-key call: its name as given, and its Redis names. */
+export interface KeyEntry {
+  readonly key: string;
+  readonly redisKeys: LockRedisKeys;
+}
+
+type Busy = Extract<AcquireAllReply, { busy: number }>;
+
+/** The backend commands an all-at-once call sends. */
+export interface AllAtOnceCommands {
+  acquireAll: NonNullable<LockBackend['acquireAll']>;
+  release: LockBackend['release'];
+}
+
+/**
+ * Takes every key in one atomic step per try (one script on one server): never a part. When one
+ * is busy, waits on that key's release messages (subscribed before the next try, so a release in
+ * between is not missed) or its holder's lease end, and tries all again; Redis out of reach is
+ * retried with backoff while the budget lasts, as a single-key call does.
+ */
+export async function acquireAllAtOnce(
+  context: AcquireContext,
+  backend: AllAtOnceCommands,
+  request: MultiAcquireRequest,
+  entries: readonly KeyEntry[],
+  started: number,
+): Promise<MultiAcquireOutcome> {
+  const { notifier, options } = context;
+  const { signal } = request;
+  const deadline = started + request.wait;
+  let failures = 0;
+  let unavailable: RedisUnavailableError | undefined;
+  const attempt = async (): Promise<MultiLock | Busy> => {
+    try {
+      const outcome = await tryAll(context, backend, request, entries);
+      unavailable = undefined;
+      return outcome;
+    } catch (error) {
+      if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
+      if (context.connections.unavailable()) throw error;
+      unavailable = error;
+      return { busy: 0, retryAfterMs: retryPause(failures++) };
+    }
+  };
+  const busyOutcome = (busy: Busy): MultiAcquireOutcome => {
+    if (unavailable) throw unavailable;
+    const waited = monotonicNow() - started;
+    const keys = entries.map((entry) => entry.key);
+    return { retryAfterMs: busy.retryAfterMs, waited, busyKey: entries[busy.busy]!.key, keys };
+  };
+
+  let outcome = await attempt();
+  if (outcome instanceof MultiLock) return { lock: outcome };
+  if (request.wait <= 0) return busyOutcome(outcome);
+  context.waiting(1);
+  try {
+    for (;;) {
+      if (deadline - monotonicNow() <= 0) return busyOutcome(outcome);
+      const { channel } = entries[outcome.busy]!.redisKeys;
+      const timeout = Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow()));
+      const waiter = await notifier.register(channel, timeout, signal);
+      try {
+        outcome = await attempt();
+        if (outcome instanceof MultiLock) return { lock: outcome };
+        const remaining = deadline - monotonicNow();
+        // Another key busy now: subscribe to that one before sleeping.
+        if (remaining > 0 && entries[outcome.busy]!.redisKeys.channel === channel) {
+          const jitter = Math.random() * options.retryJitter;
+          await waiter.sleep(Math.min(outcome.retryAfterMs + jitter, remaining), signal);
+        }
+      } catch (error) {
+        notifier.unregister(waiter);
+        notifier.passOn(channel); // a wake-up this waiter may have taken goes to another
+        throw error;
+      } finally {
+        notifier.unregister(waiter);
+      }
+    }
+  } finally {
+    context.waiting(-1);
+  }
+}
+
+/** One try for all of them, as `PlainAcquirer`'s try is for one (late grants undone, too). */
+async function tryAll(
+  context: AcquireContext,
+  backend: AllAtOnceCommands,
+  request: MultiAcquireRequest,
+  entries: readonly KeyEntry[],
+): Promise<MultiLock | Busy> {
+  if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
+  const down = context.connections.unavailable();
+  if (down) throw down;
+  const keys = entries.map((entry) => entry.redisKeys);
+  const tokens = entries.map(() => newToken());
+  const releaseAll = () => Promise.all(keys.map((k, i) => backend.release(k, tokens[i]!)));
+  const sentAt = monotonicNow();
+  const sent = backend.acquireAll(keys, tokens, Math.ceil(request.ttl));
+  let reply: AcquireAllReply;
+  try {
+    const subject = messages.lockNames(entries);
+    reply = await raceAbort(context.bounded(sent, 'acquire', subject), request.signal);
+  } catch (error) {
+    // Timed out or cancelled while the server may still grant them: free that grant when it lands.
+    context.cleanUp(sent.then((late): unknown => ('fences' in late ? releaseAll() : false)));
+    throw error;
+  }
+  if ('busy' in reply) return reply;
+  if (context.isClosing()) {
+    context.cleanUp(releaseAll());
+    throw new LockServiceClosedError(messages.shuttingDown());
+  }
+  const parts = entries.map((entry, i) => {
+    const lock = new HeldLock({
+      operations: context.engine,
+      key: entry.key,
+      redisKeys: entry.redisKeys,
+      token: tokens[i]!,
+      fence: reply.fences[i]!,
+      lease: request.ttl,
+      startedAt: sentAt,
+      owner: context.engine,
+    });
+    return context.track(lock, { ...request, key: entry.key });
+  });
+  return new MultiLock(parts as [HeldLock, ...HeldLock[]]);
+}

@@ -1,0 +1,104 @@
+import type { LockLostError } from '../errors/lock-lost.error';
+import { messages } from '../errors/messages';
+import { RedisLockError } from '../errors/redis-lock.error';
+import type { HeldLock } from './held-lock';
+import type { LockHandle } from './lock-handle';
+import type { MultiLockHandle } from './multi-lock-handle';
+
+/**
+ * Several held locks (one per key, each an ordinary `HeldLock` the engine renews, batched with
+ * every other) as one: losing any loses all — the combined signal aborts with that key's
+ * `LockLostError` and the others are released at once, so nobody keeps part of a set it no longer
+ * protects. `extend()` and `release()` act on every key.
+ */
+export class MultiLock implements MultiLockHandle {
+  readonly keys: readonly string[];
+  readonly fences: Readonly<Record<string, number>>;
+  readonly key: string;
+  private readonly controller = new AbortController();
+  private lostError?: LockLostError;
+  private released?: Promise<boolean>;
+
+  constructor(
+    /** The locks, in lock order (sorted by Redis name). Never empty. */
+    readonly parts: readonly [HeldLock, ...HeldLock[]],
+  ) {
+    this.keys = parts.map((part) => part.key);
+    this.fences = Object.freeze(Object.fromEntries(parts.map((part) => [part.key, part.fence])));
+    this.key = this.keys.join(', ');
+    for (const part of parts) {
+      const { signal } = part;
+      if (signal.aborted) this.lose(signal.reason as LockLostError);
+      else signal.addEventListener('abort', () => this.lose(signal.reason as LockLostError));
+    }
+  }
+
+  get token(): string {
+    return this.parts[0].token;
+  }
+  get fence(): number {
+    return this.parts[0].fence;
+  }
+  get owner(): object {
+    return this.parts[0].owner;
+  }
+  /** Where a call chain's frame finds this lock: under the first key's name (and `lockNames`). */
+  get redisKeys(): { readonly lock: string } {
+    return this.parts[0].redisKeys;
+  }
+  /** Every key's Redis name: re-entrancy finds the whole set under each of them. */
+  get lockNames(): readonly string[] {
+    return this.parts.map((part) => part.redisKeys.lock);
+  }
+  get validUntil(): number {
+    return Math.min(...this.parts.map((part) => part.validUntil));
+  }
+  get signal(): AbortSignal {
+    this.expireIfDue();
+    return this.controller.signal;
+  }
+  get isHeld(): boolean {
+    this.expireIfDue();
+    return !this.released && !this.lostError;
+  }
+  get lost(): LockLostError | undefined {
+    return this.lostError;
+  }
+
+  /** Checks every key's deadline: one past it loses the whole set. True when lost. */
+  expireIfDue(): boolean {
+    for (const part of this.parts) part.expireIfDue();
+    return this.lostError !== undefined;
+  }
+
+  reportHoldLost(error: LockLostError, handle: LockHandle): void {
+    this.parts[0].reportHoldLost(error, handle);
+  }
+
+  /** Extends every key's lease to `ms`; one found lost loses (and rejects for) all. */
+  async extend(ms?: number): Promise<void> {
+    if (this.lostError) throw this.lostError;
+    if (this.released) throw new RedisLockError(messages.released(this.key));
+    const results = await Promise.allSettled(this.parts.map((part) => part.extend(ms)));
+    if (this.lostError) throw this.lostError;
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Releases every key; true when all were still ours until now. Idempotent. */
+  release(): Promise<boolean> {
+    this.released ??= Promise.all(this.parts.map((part) => part.release())).then(
+      (answers) => answers.every(Boolean) && !this.lostError,
+    );
+    return this.released;
+  }
+
+  /** One key was lost: the set is (signal aborted once, with its error); free the others. */
+  private lose(error: LockLostError): void {
+    if (this.lostError) return;
+    this.lostError = error;
+    this.controller.abort(error);
+    // Not awaited: the signal says it all; each release is bounded and reports its own outcome.
+    for (const part of this.parts) if (part.isHeld) void part.release().catch(() => false);
+  }
+}

@@ -1,0 +1,44 @@
+// The code of docs/multi-key.md, as a reader would copy it (kept in step with the page).
+import { Body, Controller, Injectable, Post } from '@nestjs/common';
+import { Locked, LockService } from 'nestjs-redis-lock';
+
+/** Balances in any store; `fence` lets the store refuse a stale holder's write (see the page). */
+export abstract class Ledger {
+  abstract balance(account: string): Promise<number>;
+  abstract write(account: string, balance: number, fence: number): Promise<void>;
+}
+
+@Injectable()
+export class Transfers {
+  constructor(
+    private readonly locks: LockService,
+    private readonly ledger: Ledger,
+  ) {}
+
+  /** Holds both accounts (all or none, never a deadlock) for the read-then-write. */
+  move(from: string, to: string, amount: number): Promise<void> {
+    return this.locks.withLock(
+      [`account:${from}`, `account:${to}`],
+      async (lock) => {
+        const [a, b] = [await this.ledger.balance(from), await this.ledger.balance(to)];
+        lock.signal.throwIfAborted(); // one key lost: stop before writing
+        await this.ledger.write(from, a - amount, lock.fences[`account:${from}`]!);
+        await this.ledger.write(to, b + amount, lock.fences[`account:${to}`]!);
+      },
+      { wait: 2_000 },
+    );
+  }
+}
+
+@Controller('transfers')
+export class TransfersController {
+  constructor(private readonly transfers: Transfers) {}
+
+  /** 409 + Retry-After while another request holds either account past `wait`. */
+  @Post()
+  @Locked(['account:<body.from>', 'account:<body.to>'], { wait: 2_000 })
+  async create(@Body() body: { from: string; to: string; amount: number }): Promise<void> {
+    // Re-entrant: `move` joins the route's lock on both accounts instead of waiting for itself.
+    await this.transfers.move(body.from, body.to, body.amount);
+  }
+}
