@@ -131,10 +131,10 @@ export class RedlockNode implements QuorumNode {
     this.client.info('server').then(
       (text) => {
         const uptime = Number(/uptime_in_seconds:(\d+)/.exec(text)?.[1]);
-        // Whole seconds, rounded down: the node started no later than `uptime` s ago.
-        this.known(
-          Number.isFinite(uptime) ? monotonicNow() - uptime * 1_000 + this.restartGrace : 0,
-        );
+        // The difference of two whole-second readings of the clock: 1 can mean 10 ms after the
+        // start. So the node started no earlier than `uptime - 1` s ago, as far as we can tell.
+        const startedAgo = Math.max(0, uptime - 1) * 1_000;
+        this.known(Number.isFinite(uptime) ? monotonicNow() - startedAgo + this.restartGrace : 0);
       },
       (error: unknown) => {
         // Refused for good (no +info in the ACL, a renamed command): restarts cannot be told, so
