@@ -1,13 +1,19 @@
 /**
  * Semaphore findings of the adversarial review, each a scenario that failed before its fix: a
- * wake-up lost when two places free at once.
+ * wake-up lost when two places free at once; a limit conflict's message (the Redis key, with the
+ * request's values in it) sent to a GraphQL client.
  */
+import { Logger, type INestApplication } from '@nestjs/common';
+import { Args, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { Locked } from 'nestjs-redis-lock';
 import { RedisBackend } from '../../lib/backends/redis.backend';
 import type { LockRedisKeys } from '../../lib/keys/lock-keys';
 import { onSharedRedis } from '../support/lock-services';
+import { SHARED_REDIS_URL } from '../support/shared-redis';
 import { Gate, now, sleep, waitFor } from '../support/time';
+import { createGraphQLApp, gql } from '../decorator/fixtures/graphql-app';
 
-const { services } = onSharedRedis('semaphore-review');
+const { prefix, services } = onSharedRedis('semaphore-review');
 
 afterEach(() => jest.restoreAllMocks());
 
@@ -56,6 +62,46 @@ describe('wake-ups when several places free at once', () => {
     // while a place stood free, and took it only on its last try.
     expect(now() - opened).toBeLessThan(2_000);
     await Promise.all([a, b].map((lock) => lock.release()));
+  });
+});
+
+@Resolver()
+class ExportResolver {
+  /** A schema needs a query. */
+  @Query(() => String)
+  ping(): string {
+    return 'pong';
+  }
+
+  @Mutation(() => String)
+  @Locked('export:<tenantId>', { permits: 3 })
+  async startExport(@Args('tenantId') tenantId: string): Promise<string> {
+    return tenantId;
+  }
+}
+
+describe('what a client is told of a limit conflict', () => {
+  let app: INestApplication;
+  beforeAll(async () => {
+    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    app = await createGraphQLApp({
+      lock: { redis: SHARED_REDIS_URL, prefix },
+      resolvers: [ExportResolver],
+    });
+  });
+  afterAll(() => app?.close());
+
+  it('answers a GraphQL call that names another N with a generic error: no key, no tenant', async () => {
+    const other = services.create();
+    // An instance still on the old limit holds the tenant's semaphore (a rollout of a new N).
+    const held = await other.acquire('export:tenant-4711', { permits: 2 });
+    const answer = await gql(app, 'mutation { startExport(tenantId: "tenant-4711") }');
+    await held.release();
+    expect(answer.errors).toHaveLength(1);
+    // Before the fix: "Semaphore <prefix>{export:tenant-4711}:permits is held with permits: 2…"
+    expect(answer.text).not.toContain('4711');
+    expect(answer.text).not.toContain(prefix);
+    expect(answer.errors![0]!.extensions).toMatchObject({ code: 'LOCK_UNAVAILABLE' });
   });
 });
 
