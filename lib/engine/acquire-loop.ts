@@ -135,6 +135,7 @@ export async function waitForLock(
  * A call that got its lock may hold a wake-up that arrived during its try: from another release.
  * Only one holder fits a mutex, but a semaphore's (or readers') other places may be free, so that
  * wake-up goes to the next waiter instead of dying with this one (it would sleep to its fallback).
+ * When it was the news of the very place this call took, the next waiter spends one busy try.
  */
 function passOnUnused(
   notifier: AcquireContext['notifier'],
@@ -142,7 +143,7 @@ function passOnUnused(
   keys: LockRedisKeys,
   handOff: HandOff | undefined,
 ): void {
-  if (!waiter.takePendingWake() || handOff || keys.kind.type === 'exclusive') return;
+  if (handOff || keys.kind.type === 'exclusive' || !waiter.takePendingWake()) return;
   notifier.unregister(waiter); // not this waiter again
   notifier.passOn(keys.channel);
 }
