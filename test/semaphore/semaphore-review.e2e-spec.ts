@@ -1,19 +1,22 @@
 /**
  * Semaphore findings of the adversarial review, each a scenario that failed before its fix: a
  * wake-up lost when two places free at once; a limit conflict's message (the Redis key, with the
- * request's values in it) sent to a GraphQL client.
+ * request's values in it) sent to a GraphQL client; a re-sent grant answered with another
+ * holder's fence.
  */
 import { Logger, type INestApplication } from '@nestjs/common';
 import { Args, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { Locked } from 'nestjs-redis-lock';
+import type { LockBackend } from '../../lib/backends/lock-backend';
+import { MemoryLockBackend } from '../../lib/backends/memory.backend';
 import { RedisBackend } from '../../lib/backends/redis.backend';
-import type { LockRedisKeys } from '../../lib/keys/lock-keys';
+import { lockRedisKeys, type LockRedisKeys } from '../../lib/keys/lock-keys';
 import { onSharedRedis } from '../support/lock-services';
 import { SHARED_REDIS_URL } from '../support/shared-redis';
 import { Gate, now, sleep, waitFor } from '../support/time';
 import { createGraphQLApp, gql } from '../decorator/fixtures/graphql-app';
 
-const { prefix, services } = onSharedRedis('semaphore-review');
+const { prefix, redis, services } = onSharedRedis('semaphore-review');
 
 afterEach(() => jest.restoreAllMocks());
 
@@ -103,6 +106,40 @@ describe('what a client is told of a limit conflict', () => {
     expect(answer.text).not.toContain(prefix);
     expect(answer.errors![0]!.extensions).toMatchObject({ code: 'LOCK_UNAVAILABLE' });
   });
+});
+
+describe('a grant re-sent after a connection reset', () => {
+  const backends: [string, () => LockBackend][] = [
+    ['Redis', () => new RedisBackend({ client: redis, owned: false }, 1_000, 60_000)],
+    ['memory', () => new MemoryLockBackend({ fenceRetention: 60_000 })],
+  ];
+  it.each(backends)(
+    'answers the re-sent grant with a fence of its own, not a later holder’s (%s)',
+    async (name, create) => {
+      const backend = create();
+      const keys = lockRedisKeys(prefix, `resent-${name}`, { type: 'permit', permits: 3 });
+      try {
+        const first = await backend.acquire(keys, 'a', 5_000); // its reply lost in a reset
+        const other = await backend.acquire(keys, 'b', 5_000); // another holder, meanwhile
+        // ioredis sends the same command again on the new connection: same token, same args.
+        const resent = await backend.acquire(keys, 'a', 5_000);
+        expect(other).toBeGreaterThan(first);
+        // Before the fix: the counter as it stood, i.e. b's fence — two live holders with one
+        // fence, so a store deduplicating writes by fence dropped one of them.
+        expect(resent).not.toBe(other);
+        expect(resent).toBeGreaterThan(other); // never handed out before: unique, increasing
+        expect(await backend.isLocked(keys)).toBe(true);
+        // Still one place each: the re-send took no second permit.
+        const third = await backend.acquire(keys, 'c', 5_000);
+        expect(third).toBeGreaterThan(resent);
+        expect(await backend.acquire(keys, 'd', 5_000)).toBeLessThanOrEqual(0);
+        for (const token of ['a', 'b', 'c']) expect(await backend.release(keys, token)).toBe(true);
+        expect(await backend.isLocked(keys)).toBe(false);
+      } finally {
+        await backend.close();
+      }
+    },
+  );
 });
 
 /** The backend a LockService runs on (its engine's), to tell its commands from another's. */
