@@ -37,8 +37,8 @@ export class MemoryPermits {
       const message = semaphoreMessages.limitConflict(keys.lock, held.limit, permits);
       throw new SemaphoreLimitConflictError(message, held.limit, permits);
     }
-    if (held?.permits.has(token)) return this.space.fence(keys) || 1;
-    if (held && held.permits.size >= permits) {
+    // A re-sent grant keeps its place and gets a fence of its own, as in the Redis script.
+    if (held && held.permits.size >= permits && !held.permits.has(token)) {
       return -Math.max(0, Math.ceil(Math.min(...held.permits.values()) - now));
     }
     const semaphore = held ?? { limit: permits, permits: new Map<string, number>() };

@@ -93,7 +93,10 @@ export async function waitForLock(
     let retryAfterMs = first;
     for (;;) {
       const outcome = await attempt(true);
-      if (typeof outcome !== 'number') return { lock: outcome };
+      if (typeof outcome !== 'number') {
+        passOnUnused(notifier, waiter, keys, handOff);
+        return { lock: outcome };
+      }
       retryAfterMs = outcome;
       let granted = handOff?.take(waiter);
       if (granted === undefined) {
@@ -126,6 +129,23 @@ export async function waitForLock(
     notifier.unregister(waiter);
     context.waiting(-1);
   }
+}
+
+/**
+ * A call that got its lock may hold a wake-up that arrived during its try: from another release.
+ * Only one holder fits a mutex, but a semaphore's (or readers') other places may be free, so that
+ * wake-up goes to the next waiter instead of dying with this one (it would sleep to its fallback).
+ * When it was the news of the very place this call took, the next waiter spends one busy try.
+ */
+function passOnUnused(
+  notifier: AcquireContext['notifier'],
+  waiter: Waiter,
+  keys: LockRedisKeys,
+  handOff: HandOff | undefined,
+): void {
+  if (handOff || keys.kind.type === 'exclusive' || !waiter.takePendingWake()) return;
+  notifier.unregister(waiter); // not this waiter again
+  notifier.passOn(keys.channel);
 }
 
 /**

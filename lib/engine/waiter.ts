@@ -33,6 +33,13 @@ export class Waiter {
     return fence;
   }
 
+  /** Takes back a wake-up that arrived while this waiter was trying (true if there was one). */
+  takePendingWake(): boolean {
+    const pending = this.pendingWake;
+    this.pendingWake = false;
+    return pending;
+  }
+
   get isSleeping(): boolean {
     return this.wake !== undefined;
   }

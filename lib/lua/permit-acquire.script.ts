@@ -7,7 +7,7 @@ import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
  * other than the one the current holders took the key with, then grants a place or answers busy.
  * Keys: the permits (ZSET token → lease end), the limit (STRING), the fence counter.
  * Args: the token, the lease in ms, the limit N, how long (ms) the counter outlives the leases.
- * Returns the fence (> 0) when granted; -(ms until the soonest lease ends) when all N places are
+ * Returns the fence (> 0) when granted (a re-sent grant keeps its place, with a new fence); -(ms until the soonest lease ends) when all N places are
  * taken (0: one ends now); `{limit}` when the holders took the key with another limit.
  */
 export const permitAcquireScript = new LuaScript<
@@ -26,12 +26,10 @@ if held > 0 then
   -- Holders that disagree about N would each count against their own limit: refuse instead.
   local limit = tonumber(redis.call('GET', limitKey))
   if limit and limit ~= permits then return { limit } end
-  if redis.call('ZSCORE', permitsKey, token) then
-    -- Our own grant, executed again (ioredis re-sent it after a reset): the counter as it stands
-    -- (at least our fence; a semaphore's fences order grants, they exclude nobody).
-    return tonumber(redis.call('GET', fenceKey)) or 1
-  end
-  if held >= permits then
+  -- Our own grant, executed again (ioredis re-sent it after a reset) keeps its place and is
+  -- granted anew below: the first fence never reached us, and the counter as it stands may be a
+  -- later holder's fence — two holders must never share one.
+  if held >= permits and not redis.call('ZSCORE', permitsKey, token) then
     local first = redis.call('ZRANGE', permitsKey, 0, 0, 'WITHSCORES')
     return -math.max(0, tonumber(first[2]) - now)
   end

@@ -5,10 +5,12 @@ import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import type { RedisCommandError } from '../errors/redis-command.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
 
 /**
  * A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing,
- * or the service shutting down.
+ * the service shutting down, or a semaphore held under another limit (a rollout of a new
+ * `permits`: its message names the key, so callers get the generic "unavailable" answer).
  */
 export type LockFailure =
   | LockNotAcquiredError
@@ -16,7 +18,8 @@ export type LockFailure =
   | LockLostError
   | RedisUnavailableError
   | RedisCommandError
-  | LockServiceClosedError;
+  | LockServiceClosedError
+  | SemaphoreLimitConflictError;
 
 /**
  * Turns a lock failure on an HTTP request into the exception Nest should send. Receives the

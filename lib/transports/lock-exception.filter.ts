@@ -17,6 +17,7 @@ import { messages } from '../errors/messages';
 import { publicMessages } from '../errors/public-messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
 import { LockService } from '../service/lock.service';
 import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { resolveOptions } from '../options/resolve-options';
@@ -47,6 +48,7 @@ const logger = new Logger('RedisLock');
   RedisUnavailableError,
   RedisCommandError,
   LockServiceClosedError,
+  SemaphoreLimitConflictError,
 )
 @Injectable()
 export class LockExceptionFilter implements ExceptionFilter<LockFailure> {

@@ -75,7 +75,7 @@ describe('permit leases on Redis and in memory', () => {
       log.push(fence(await backend.acquire(keys, 'a', 5_000)));
       log.push(fence(await backend.acquire(keys, 'b', 2_000)));
       log.push(busyWithin(await backend.acquire(keys, 'c', 2_000), 1_500, 2_000));
-      log.push(fence(await backend.acquire(keys, 'a', 5_000)) !== 'fence+0'); // the counter now
+      log.push(fence(await backend.acquire(keys, 'a', 5_000)) !== 'fence+0'); // re-sent: a new fence of its own
       log.push(await backend.extend(keys, 'b', 8_000));
       log.push(busyWithin(await backend.acquire(keys, 'c', 2_000), 4_500, 5_000));
       log.push(await backend.extend(keys, 'c', 8_000));

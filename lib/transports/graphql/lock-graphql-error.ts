@@ -85,5 +85,6 @@ export function graphQLCode(error: LockFailure): LockGraphQLErrorCode {
   if (error instanceof LockNotAcquiredError) return 'LOCK_BUSY';
   if (error instanceof LockLostError) return 'LOCK_LOST';
   if (error instanceof LockKeyError) return 'BAD_USER_INPUT';
-  return 'LOCK_UNAVAILABLE'; // RedisUnavailableError, RedisCommandError, LockServiceClosedError
+  // RedisUnavailableError, RedisCommandError, LockServiceClosedError, SemaphoreLimitConflictError
+  return 'LOCK_UNAVAILABLE';
 }

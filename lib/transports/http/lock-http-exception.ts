@@ -6,6 +6,7 @@ import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
 import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
 import { RedisCommandError } from '../../errors/redis-command.error';
 import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
+import { SemaphoreLimitConflictError } from '../../errors/semaphore-limit-conflict.error';
 import type { LockFailure, ResolvedRedisLockOptions } from '../../options/redis-lock-options';
 import { failureStatus, publicMessage } from '../shared/lock-failure-answer';
 import { RETRY_AFTER_SECONDS } from '../shared/retry-advice';
@@ -17,7 +18,8 @@ export function isLockFailure(error: unknown): error is LockFailure {
     error instanceof LockLostError ||
     error instanceof RedisUnavailableError ||
     error instanceof RedisCommandError ||
-    error instanceof LockServiceClosedError
+    error instanceof LockServiceClosedError ||
+    error instanceof SemaphoreLimitConflictError
   );
 }
 

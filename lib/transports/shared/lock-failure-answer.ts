@@ -20,7 +20,7 @@ export function failureStatus(error: LockFailure, busyStatus: number): number {
   if (error instanceof LockNotAcquiredError) return busyStatus;
   if (error instanceof LockKeyError) return 400;
   if (error instanceof LockLostError) return 500;
-  return 503; // RedisUnavailableError, RedisCommandError, LockServiceClosedError
+  return 503; // RedisUnavailableError, RedisCommandError, LockServiceClosedError, a limit conflict
 }
 
 /** The generic message callers get by default: no key, no Redis reply, no advice. */
