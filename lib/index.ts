@@ -16,6 +16,7 @@ export type {
 } from './options/redis-lock-options';
 export { LockService, type LockLostListener } from './service/lock.service';
 export type { AcquireOptions, LockedOptions, WithLockOptions } from './options/lock-call-options';
+export type { ReadWriteMode } from './options/read-write-options';
 export type { LockHandle } from './engine/lock-handle';
 export type {
   LockAcquiredEvent,
@@ -58,6 +59,7 @@ export {
   LockLostError,
   LockNotAcquiredError,
   LockServiceClosedError,
+  LockUpgradeError,
   RedisCommandError,
   RedisLockConfigError,
   RedisLockError,

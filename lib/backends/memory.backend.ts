@@ -1,6 +1,7 @@
 import { clockDrift } from '../util/clock';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
+import type { AcquireTry, FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
+import { MemorySharedLeases } from './memory-shared';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import type { EvictedLock, RawLockInfo } from './lock-info';
@@ -30,7 +31,8 @@ export interface MemoryLockBackendOptions {
  * compare-and-delete release, the fence counter (counting up while it lives, outliving each lease
  * by `fenceRetention`, and restarting from the clock in µs once it lapsed), the busy reply
  * -(holder's PTTL), fair mode's queue (waiter entries that lapse after `waiterTtl`, a free lock
- * reserved for the head of the queue, hand-off on release), the holder record of each grant
+ * reserved for the head of the queue, hand-off on release), read-write locks (readers' shares,
+ * writers waiting: see MemorySharedLeases), the holder record of each grant
  * (instance id, and since on `Date.now()`: epoch ms as on Redis, fake timers included) with its
  * waiters' ids for inspection, listing (`scan`, its cursor an index in name order), and pub/sub: a release publishes the
  * releasing token, a forced release '1', a hand-off `grant:<token>:<fence>`, on the lock's
@@ -48,6 +50,8 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly hub = new MemoryPubSubHub();
   private closed = false;
   private readonly instanceId: string;
+  /** Read-write locks: the readers' shares and the writers waiting. */
+  private readonly shared: MemorySharedLeases;
 
   constructor(options: MemoryLockBackendOptions = {}) {
     this.instanceId = options.instanceId ?? DEFAULT_OPTIONS.instanceId;
@@ -55,34 +59,45 @@ export class MemoryLockBackend implements FairLockBackend {
       options.now ?? (() => performance.now()),
       options.fenceRetention ?? 60_000,
     );
+    this.shared = new MemorySharedLeases(this.keys, this.hub);
   }
 
-  acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
+  acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {
     return this.command(() => {
+      if (keys.kind.type === 'shared') return this.shared.acquire(keys, token, ttl);
+      const readersUntil = this.shared.readersUntil(keys);
+      if (readersUntil !== undefined) {
+        return this.shared.refused(keys, readersUntil - this.keys.now(), how, true);
+      }
       const holder = this.keys.lease(keys);
       if (!holder) {
         this.keys.setLease(keys, token, ttl, this.instanceId);
+        this.shared.granted(keys, how);
         return this.keys.nextFence(keys, ttl);
       }
       // Our own grant, asked again: the fence it got (the counter cannot have moved since).
       if (holder.token === token) return this.keys.fence(keys);
-      const pttl = this.keys.pttlOf(holder);
-      return pttl > 0 ? -pttl : 0;
+      return this.shared.refused(keys, this.keys.pttlOf(holder), how, false);
     });
   }
 
+  leaveWriters(keys: LockRedisKeys, id: string): Promise<void> {
+    return this.command(() => this.shared.leaveWriters(keys, id));
+  }
+
   extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    return this.command(() => this.keys.pexpireIfOurs(keys, token, ms));
+    return this.command(() => this.extendNow(keys, token, ms));
   }
 
   renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
     return this.command(() =>
-      leases.map((l) => this.keys.pexpireIfOurs(l.redisKeys, l.token, Math.ceil(l.lease))),
+      leases.map((l) => this.extendNow(l.redisKeys, l.token, Math.ceil(l.lease))),
     );
   }
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     return this.command(() => {
+      if (keys.kind.type === 'shared') return this.shared.release(keys, token);
       if (this.keys.lease(keys)?.token !== token) return false;
       this.keys.deleteLease(keys);
       this.hub.publish(keys.channel, token);
@@ -110,14 +125,18 @@ export class MemoryLockBackend implements FairLockBackend {
         return { ours: this.keys.fence(keys), pttl: this.keys.pttlOf(holder) };
       }
       const [head, headEntry] = waiting?.waiters.entries().next().value ?? [];
-      if (!holder && (head === undefined || head === token)) {
+      // A read-write lock's readers hold it: the head waits for the last one to leave.
+      const readersUntil = this.shared.readersUntil(keys);
+      if (!holder && readersUntil === undefined && (head === undefined || head === token)) {
         this.keys.setLease(keys, token, ttl, this.instanceId);
         waiting?.waiters.delete(token);
         this.keys.dropQueueIfEmpty(keys);
         return { granted: this.keys.nextFence(keys, ttl) };
       }
       // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
-      const retry = holder ? this.keys.pttlOf(holder) : (headEntry?.expiresAt ?? now) - now;
+      const retry = holder
+        ? this.keys.pttlOf(holder)
+        : (readersUntil ?? headEntry?.expiresAt ?? now) - now;
       if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl, this.instanceId);
       this.keys.dropQueueIfEmpty(keys);
       return { retryAfterMs: Math.max(0, retry), fence: this.keys.fence(keys) };
@@ -219,6 +238,11 @@ export class MemoryLockBackend implements FairLockBackend {
   /** How many subscribers listen on `channel` now. */
   subscriberCount(channel: string): number {
     return this.hub.subscriberCount(channel);
+  }
+
+  private extendNow(keys: LockRedisKeys, token: string, ms: number): boolean {
+    if (keys.kind.type === 'shared') return this.shared.extend(keys, token, ms);
+    return this.keys.pexpireIfOurs(keys, token, ms);
   }
 
   /** Runs `body` atomically now; its answer (or error) arrives as a reply does, asynchronously. */

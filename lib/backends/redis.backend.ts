@@ -21,20 +21,15 @@ import { fairAcquireScript } from '../lua/fair-acquire.script';
 import { fairReleaseScript } from '../lua/fair-release.script';
 import { forceReleaseScript } from '../lua/force-release.script';
 import { releaseScript } from '../lua/release.script';
-import { renewManyScript } from '../lua/renew-many.script';
 import { inspectScript } from '../lua/inspect.script';
+import { isShared, SharedLeases } from './shared-leases';
+import { renewInBatches } from './renew-batches';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { AcknowledgedGrants } from './acknowledged-grants';
-import type { FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
+import type { AcquireTry, FairAcquireReply, FairLockBackend, RenewableLease } from './lock-backend';
 import { parseHolder, type EvictedLock, type RawLockInfo } from './lock-info';
 import { scanLockNames, type LockNamesPage } from './lock-scan';
-
-/**
- * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small
- * enough that one command keeps Redis busy well under a millisecond.
- */
-const RENEW_BATCH = 500;
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements FairLockBackend {
@@ -52,6 +47,8 @@ export class RedisBackend implements FairLockBackend {
   private readonly acknowledged?: AcknowledgedGrants;
   /** ioredis' `keyPrefix`: it prefixes KEYS, not the channel in ARGV, which subscribers expect. */
   private readonly keyPrefix: string;
+  /** Readers' shares of read-write locks. */
+  private readonly shared: SharedLeases;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -66,6 +63,12 @@ export class RedisBackend implements FairLockBackend {
     this.client = connection.client;
     this.cluster = isClusterClient(connection.client);
     this.keyPrefix = String(connection.client.options.keyPrefix ?? '');
+    this.shared = new SharedLeases(
+      this.client,
+      fenceRetention,
+      () => this.publish,
+      (keys) => this.keyPrefix + keys.channel,
+    );
     if (this.cluster)
       this.pubSubCheck = new ClusterPubSubCheck(this.client as Cluster, closeTimeout);
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
@@ -78,18 +81,39 @@ export class RedisBackend implements FairLockBackend {
 
   private readonly onClose = (): void => void this.resets++;
 
-  acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
+  acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {
+    const writer = how?.waitingWriter;
     const grant = (client: RedisCommander): Promise<number> =>
-      acquireScript.run(
-        client,
-        [keys.lock, keys.fence, keys.holder],
-        [token, ttl, this.fenceRetention, this.instanceId],
-      );
+      isShared(keys)
+        ? this.shared.acquire(client, keys, token, ttl)
+        : acquireScript
+            .run(
+              client,
+              [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
+              [
+                token,
+                ttl,
+                this.fenceRetention,
+                this.instanceId,
+                writer?.id ?? '',
+                writer?.entryMs ?? 0,
+              ],
+            )
+            .then((reply) => {
+              if (typeof reply === 'number') return reply;
+              writer?.entered();
+              return reply[0];
+            });
     if (!this.acknowledged) return grant(this.client);
     return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
   }
 
+  leaveWriters(keys: LockRedisKeys, id: string): Promise<void> {
+    return this.shared.leaveWriters(keys, id);
+  }
+
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    if (isShared(keys)) return this.shared.extend(keys, token, ms);
     const reply = await extendScript.run(
       this.client,
       [keys.lock, keys.fence, keys.holder],
@@ -111,11 +135,10 @@ export class RedisBackend implements FairLockBackend {
         ),
       );
     }
-    const batches: Promise<boolean[]>[] = [];
-    for (let start = 0; start < leases.length; start += RENEW_BATCH) {
-      batches.push(this.renewBatch(leases.slice(start, start + RENEW_BATCH)));
+    if (leases.some((l) => isShared(l.redisKeys))) {
+      return this.shared.renewMixed(leases, (writers) => this.renewMany(writers));
     }
-    return (await Promise.all(batches)).flat();
+    return renewInBatches(this.client, this.fenceRetention, leases);
   }
 
   /** On a Cluster, the node serving the lock's slot; one Redis serves all. */
@@ -125,13 +148,16 @@ export class RedisBackend implements FairLockBackend {
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
-    const sent = releaseScript.run(
-      this.client,
-      [keys.lock, keys.holder],
-      [token, this.publish, this.keyPrefix + keys.channel],
-    );
-    return sent.then((reply) => {
-      const deleted = reply === 1;
+    const sent = isShared(keys)
+      ? this.shared.release(keys, token)
+      : releaseScript
+          .run(
+            this.client,
+            [keys.lock, keys.holder],
+            [token, this.publish, this.keyPrefix + keys.channel],
+          )
+          .then((reply) => reply === 1);
+    return sent.then((deleted) => {
       if (!deleted && this.resets !== resetsBefore) {
         // The connection dropped meanwhile and ioredis re-sent the release: "not there" may be
         // our own first delete whose reply was lost. Say "unknown" rather than wrongly "lost".
@@ -150,7 +176,7 @@ export class RedisBackend implements FairLockBackend {
   ): Promise<FairAcquireReply> {
     const reply = await fairAcquireScript.run(
       this.client,
-      [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+      [...this.fairKeys(keys), keys.readers],
       [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention, this.instanceId],
     );
     if (!Array.isArray(reply)) return { granted: reply };
@@ -161,11 +187,12 @@ export class RedisBackend implements FairLockBackend {
   async fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
     const released =
-      (await fairReleaseScript.run(
-        this.client,
-        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
-        [token, this.publish, this.fenceRetention, this.keyPrefix + keys.channel],
-      )) === 1;
+      (await fairReleaseScript.run(this.client, this.fairKeys(keys), [
+        token,
+        this.publish,
+        this.fenceRetention,
+        this.keyPrefix + keys.channel,
+      ])) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {
       throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
@@ -221,6 +248,11 @@ export class RedisBackend implements FairLockBackend {
     this.pubSubCheck?.close();
   }
 
+  /** Fair mode's keys of a lock, in the order its scripts read them. */
+  private fairKeys(keys: LockRedisKeys) {
+    return [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds] as const;
+  }
+
   /** The command releases publish with now. */
   private get publish(): 'PUBLISH' | 'SPUBLISH' {
     return this.pubSubCheck?.publish ?? 'PUBLISH';
@@ -229,18 +261,5 @@ export class RedisBackend implements FairLockBackend {
   /** The pub/sub mode: asked of a Cluster's nodes (again, if none answered yet); else classic. */
   private pubSubMode(): Promise<PubSubMode> {
     return this.pubSubCheck ? this.pubSubCheck.modeNow() : Promise.resolve('classic');
-  }
-
-  private async renewBatch(leases: readonly RenewableLease[]): Promise<boolean[]> {
-    const keys: string[] = [];
-    const args: [fenceRetentionMs: number, ...tokenAndLeaseMs: (string | number)[]] = [
-      this.fenceRetention,
-    ];
-    for (const lease of leases) {
-      keys.push(lease.redisKeys.lock, lease.redisKeys.fence, lease.redisKeys.holder);
-      args.push(lease.token, Math.ceil(lease.lease));
-    }
-    const replies = await renewManyScript.run(this.client, keys, args);
-    return replies.map((reply) => reply === 1);
   }
 }

@@ -29,6 +29,8 @@ export const LOCKED_OPTION_NAMES: OptionNames<LockedOptions> = {
   onBusy: true,
   onLost: true,
   reentrant: true,
+  mode: true,
+  writerPriority: true,
 };
 
 /** Everything `@Locked` knows about one method, computed once at decoration time. */

@@ -12,6 +12,7 @@ import {
   assertPositive,
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
+import { assertReadWriteOptions } from '../options/read-write-options';
 import type { LockedOptions } from '../options/lock-call-options';
 import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
 import { injectedLockSource, injectLockSource } from './locked-binding';
@@ -161,6 +162,7 @@ function validateLockedOptions(options: LockedOptions): void {
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);
   if (options.onLost !== undefined) assertOneOf('onLost', options.onLost, ['throw', 'log']);
+  assertReadWriteOptions(options);
 }
 
 function describeTarget(target: object): string {

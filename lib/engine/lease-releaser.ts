@@ -27,6 +27,11 @@ export class LeaseReleaser {
         () => lock.validUntil,
       );
     const { fairBackend, notifier } = this;
+    if (lock.redisKeys.kind.type === 'shared') {
+      // A reader's share: the release wakes the writers by its message when the last reader
+      // leaves (none is due before: no local hand-off).
+      return release(() => this.backend.release(lock.redisKeys, lock.token));
+    }
     if (fairBackend) {
       // The release script hands the lock to the next in line itself: no local hand-off.
       return release(() => fairBackend.fairRelease(lock.redisKeys, lock.token));

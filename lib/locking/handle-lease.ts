@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { LockHandle } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
+import { SHARED, type LeaseKind } from '../keys/lease-kind';
 import type { HeldLease } from './held-lease';
 
 const logger = new Logger('RedisLock');
@@ -16,7 +17,7 @@ const neverAborted = new AbortController().signal;
  * auto-mock's `acquire` resolves `undefined`) read as a lock that stays held until released.
  */
 export class HandleLease implements HeldLease {
-  readonly redisKeys: { readonly lock: string };
+  readonly redisKeys: { readonly lock: string; readonly kind?: LeaseKind };
 
   private readonly handle: Partial<LockHandle>;
 
@@ -28,9 +29,11 @@ export class HandleLease implements HeldLease {
     readonly owner: object,
     /** The source's own namespace in a call chain's frame, apart from every other source's. */
     frameKey: string,
+    /** What it was asked for: a reader's share, or (absent) the key alone. */
+    kind?: LeaseKind,
   ) {
     this.handle = handle ?? {};
-    this.redisKeys = { lock: frameKey };
+    this.redisKeys = { lock: frameKey, kind };
   }
 
   get token(): string {
@@ -72,4 +75,9 @@ export class HandleLease implements HeldLease {
   async release(): Promise<boolean> {
     return (await this.handle.release?.()) ?? true;
   }
+}
+
+/** The kind of lease a call's options ask for: a reader's share, or (undefined) the key alone. */
+export function leaseKindOf(options: { readonly mode?: string }): LeaseKind | undefined {
+  return options.mode === 'read' ? SHARED : undefined;
 }

@@ -1,5 +1,6 @@
 import type { LockHandle } from '../engine/lock-handle';
 import type { LockLostError } from '../errors/lock-lost.error';
+import type { LeaseKind } from '../keys/lease-kind';
 
 /**
  * A lock as holds see it: what `Hold` and `ScopedLock` read and call. The engine's `HeldLock` is
@@ -15,8 +16,11 @@ export interface HeldLease {
   readonly signal: AbortSignal;
   /** Whose lock it is (an engine, or a double's adapter): re-entrancy joins only its own. */
   readonly owner: object;
-  /** The name a call chain's frame keeps its hold under. */
-  readonly redisKeys: { readonly lock: string };
+  /**
+   * The name a call chain's frame keeps its hold under (a read-write lock's reader and writer
+   * share it), and what the lease grants (absent: the key alone).
+   */
+  readonly redisKeys: { readonly lock: string; readonly kind?: LeaseKind };
   /** The loss, if the lock was lost. */
   readonly lost: LockLostError | undefined;
   /** Declares the lock lost if its deadline has passed; true when it is lost. */

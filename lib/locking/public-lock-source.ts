@@ -2,7 +2,7 @@ import type { LockHandle } from '../engine/lock-handle';
 import type { AcquireOptions } from '../options/lock-call-options';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
-import { HandleLease } from './handle-lease';
+import { HandleLease, leaseKindOf } from './handle-lease';
 import type { LockSource } from './lock-source';
 
 /**
@@ -68,7 +68,7 @@ function adapt(double: PublicLockSource): ServiceLockSource {
     engine,
     async acquire(key: string, options: AcquireOptions) {
       const handle: LockHandle | undefined = await double.acquire(key, options);
-      return new HandleLease(handle, key, engine, namespace + key);
+      return new HandleLease(handle, key, engine, namespace + key, leaseKindOf(options));
     },
   };
   // An adapter bound to an instance (`bindLockSource`) is found again as it is, not re-adapted.

@@ -11,7 +11,8 @@ import type { LockSource } from './lock-source';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
 import { lockSourceFor } from './public-lock-source';
-import { HandleLease } from './handle-lease';
+import { HandleLease, leaseKindOf } from './handle-lease';
+import { LockUpgradeError } from '../errors/lock-upgrade.error';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
 export interface RunLockedOptions extends WithLockOptions {
@@ -205,16 +206,24 @@ function joinHeld(
   return held.join(options.maxHold);
 }
 
-/** This chain's running hold of `key` through `locks`, if re-entrancy applies. */
+/**
+ * This chain's running hold of `key` through `locks`, if re-entrancy applies. A read re-uses a
+ * write or a read the chain holds; a write inside a read is refused (`LockUpgradeError`), with
+ * re-entrancy off too: the writer would wait for every reader, the chain's own read included.
+ */
 function heldByChain(
   locks: LockSource,
   key: string,
   options: RunLockedOptions,
   frame: LockFrame | undefined,
 ): Hold | undefined {
-  if (!frame || !(options.reentrant ?? locks.options.reentrant)) return undefined;
+  if (!frame) return undefined;
   const hold = frame.held.get(locks.engine.keysOf(key).lock);
-  return hold && hold.lock.owner === locks.engine && hold.active ? hold : undefined;
+  if (!hold || hold.lock.owner !== locks.engine || !hold.active) return undefined;
+  if (hold.lock.redisKeys.kind?.type === 'shared' && options.mode !== 'read') {
+    throw new LockUpgradeError(key);
+  }
+  return (options.reentrant ?? locks.options.reentrant) ? hold : undefined;
 }
 
 async function acquireOrSkip(
@@ -227,7 +236,8 @@ async function acquireOrSkip(
     const acquired = (await locks.acquire(key, options)) as Partial<HeldLease> & LockHandle;
     // A real service whose `acquire` was replaced (a spy, a subclass) may hand back a plain handle.
     if (acquired && acquired.owner === locks.engine) return acquired as HeldLease;
-    return new HandleLease(acquired, key, locks.engine, locks.engine.keysOf(key).lock);
+    const frameKey = locks.engine.keysOf(key).lock;
+    return new HandleLease(acquired, key, locks.engine, frameKey, leaseKindOf(options));
   } catch (error) {
     if (
       error instanceof LockNotAcquiredError &&

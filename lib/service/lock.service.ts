@@ -13,6 +13,7 @@ import { assertLockKey } from '../keys/lock-keys';
 import type { LockSource } from '../locking/lock-source';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
+import { readWriteRequest } from '../options/read-write-options';
 import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
 import type {
   RedisLockModuleOptions,
@@ -227,7 +228,9 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     assertPositive('ttl', ttl);
     assertNonNegative('wait', wait);
     assertMaxHold('maxHold', maxHold);
-    return { key, ttl, wait, maxHold, renew: options.renew ?? true, signal: options.signal };
+    const { kind, writerPriority } = readWriteRequest(options, this.options);
+    const renew = options.renew ?? true;
+    return { key, ttl, wait, maxHold, renew, signal: options.signal, kind, writerPriority };
   }
 }
 
