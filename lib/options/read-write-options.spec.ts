@@ -1,6 +1,5 @@
 import { LockUpgradeError } from '../errors/lock-upgrade.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { LockService } from '../service/lock.service';
 import { readWriteRequest } from './read-write-options';
 
 const plain = { writerPriority: true, fair: false };
@@ -28,18 +27,6 @@ describe('readWriteRequest', () => {
     const call = () => readWriteRequest(options as never, module);
     expect(call).toThrow(RedisLockConfigError);
     expect(call).toThrow(message);
-  });
-});
-
-describe('LockService with redlock', () => {
-  it('refuses a read lock at the call, before any command', async () => {
-    const nodes = ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', 'redis://127.0.0.1:3'];
-    const locks = new LockService({ redlock: { nodes }, startupCheck: 'off' });
-    try {
-      await expect(locks.acquire('doc', { mode: 'read' })).rejects.toThrow(/redlock/);
-    } finally {
-      await locks.close();
-    }
   });
 });
 
