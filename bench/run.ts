@@ -12,7 +12,7 @@
  *   BENCH_S5_SEQ=2000     S5 sequential requests per route; BENCH_S5_CONC=8000 concurrent
  *   BENCH_S6_CYCLES=200000  S6 acquire/release cycles (1000000 for the published run)
  *   BENCH_S6_HELD=10000   S6 locks held at once; BENCH_S6_TTL=900 their lease (ms)
- *   BENCH_ONLY=s1,s3      run a subset (then results go to a temp dir unless BENCH_OUT is set)
+ *   BENCH_ONLY=s1,s3      run a subset (rw: read-lock throughput next to the exclusive lock) (then results go to a temp dir unless BENCH_OUT is set)
  *   BENCH_CONTENDERS=ours,raw,redis-semaphore:tuned   run a subset of libraries (same rule)
  *   BENCH_OUT=path/stem   where to write <stem>.json/.md/-s3p-wait.svg (default bench/results/latest)
  *   BENCH_DUMP_DIR=dir    keep the raw S3 hold records of every run there
@@ -32,6 +32,7 @@ import {
 } from './lib/contended';
 import { s5Once, type S5Metrics } from './lib/decorator';
 import { s6Cycles, s6Held } from './lib/memory';
+import { describeReadLock, readLockScenario } from './lib/read-lock';
 import { deleteKeys, startBenchRedis, type BenchRedis } from './lib/redis-server';
 import { render, type Results, type S3Cell } from './lib/report';
 import { combine, nowUs } from './lib/stats';
@@ -407,6 +408,7 @@ async function main(): Promise<void> {
     }
     if (wants('s5')) results.s5 = await runS5(url);
     if (wants('s6')) results.s6 = await runS6(url);
+    if (wants('rw')) log(describeReadLock(await readLockScenario(url, config.s2Ms, config.reps)));
 
     const deleted = await deleteKeys(url, ['bench:*', 'mutex:bench:*']);
     log(`cleaned ${deleted} bench keys`);
