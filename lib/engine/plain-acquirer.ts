@@ -46,6 +46,12 @@ export class PlainAcquirer implements Acquirer {
       keys.kind.type === 'exclusive' && request.writerPriority !== false && request.wait > 0
         ? { id: newToken(), entryMs: this.writerEntryMs, entered: () => void (entered = true) }
         : undefined;
+    // Given up after entering the waiting set: the entry goes at once, waking the readers it
+    // held back (rather than holding them until it lapses).
+    const leave = (): void => {
+      if (!entered || !waitingWriter || !this.backend.leaveWriters) return;
+      this.context.cleanUp(this.backend.leaveWriters(keys, waitingWriter.id));
+    };
     let outcome: AcquireOutcome;
     try {
       outcome = await waitForLock(this.context, request, keys, started, {
@@ -53,17 +59,11 @@ export class PlainAcquirer implements Acquirer {
         maxSleep: Infinity,
       });
     } catch (error) {
-      if (entered) this.leaveWriters(keys, waitingWriter!.id);
+      leave();
       throw error;
     }
-    if (entered && !('lock' in outcome)) this.leaveWriters(keys, waitingWriter!.id);
+    if (!('lock' in outcome)) leave();
     return outcome;
-  }
-
-  /** A waiting writer gave up: its entry goes at once, waking the readers it held back. */
-  private leaveWriters(keys: LockRedisKeys, id: string): void {
-    const { backend } = this;
-    if (backend.leaveWriters) this.context.cleanUp(backend.leaveWriters(keys, id));
   }
 
   /** One try: a lock, or the ms until another try is worth it (the holder's remaining lease). */
