@@ -7,11 +7,11 @@
 import { Controller, Get, Injectable, Param, Put, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { Locked, RedisLockConfigError } from 'nestjs-redis-lock';
+import { Locked, RedisLockConfigError, RedisLockModule } from 'nestjs-redis-lock';
 import { RedisLockTestingModule } from 'nestjs-redis-lock/testing';
 import { createDecoratorApp } from '../decorator/decorator-app';
 import { Gate, waitFor } from '../support/time';
-import { deleteKeys, redisClient } from '../support/shared-redis';
+import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { uniquePrefix } from '../support/unique-prefix';
 
 const gate = new Gate();
@@ -97,6 +97,44 @@ describe.each([
     expect(wrote.text).toBe('wrote 7');
     reads.maxRunning = 0;
   });
+});
+
+@Injectable()
+class ReportService {
+  @Locked('report:<id>', { mode: 'read' })
+  async read(id: string): Promise<string> {
+    return id;
+  }
+}
+
+@Injectable()
+class EditService {
+  @Locked('doc:<id>', { writerPriority: false })
+  async edit(id: string): Promise<string> {
+    return id;
+  }
+}
+
+it.each([
+  [
+    'a read lock on Redlock',
+    ReportService,
+    { redlock: { nodes: [1, 2, 3].map((port) => `redis://127.0.0.1:${port}`) } },
+    /not available with `redlock`/,
+  ],
+  ['writer priority off in fair mode', EditService, { fair: true }, /`fair: true`/],
+])('refuses %s at bootstrap', async (_, provider, options, message) => {
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      RedisLockModule.forRoot({ ...options, prefix, startupCheck: 'off', redis: SHARED_REDIS_URL }),
+    ],
+    providers: [provider],
+  }).compile();
+  try {
+    await expect(moduleRef.init()).rejects.toThrow(message);
+  } finally {
+    await moduleRef.close().catch(() => undefined);
+  }
 });
 
 it('refuses a bad mode, and writerPriority on a read, when the class is defined', () => {
