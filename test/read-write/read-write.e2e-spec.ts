@@ -12,6 +12,7 @@ import {
   type LockHandle,
 } from 'nestjs-redis-lock';
 import { acquireScript } from '../../lib/lua/acquire.script';
+import { readAcquireScript } from '../../lib/lua/read-acquire.script';
 import { lockRedisKeys } from '../../lib/keys/lock-keys';
 import { onSharedRedis } from '../support/lock-services';
 import { now, sleep, waitFor } from '../support/time';
@@ -160,6 +161,28 @@ describe('writer priority', () => {
     expect(waited).toBeGreaterThan(500);
     expect(waited).toBeLessThan(3_000);
     await Promise.all([r1.release(), r2.release()]);
+  });
+});
+
+describe('re-sent commands', () => {
+  it("grants a reader's re-sent acquire again, though a writer now waits", async () => {
+    const keys = lockRedisKeys(prefix, 'doc:14');
+    const grant = () =>
+      readAcquireScript.run(
+        redis,
+        [keys.lock, keys.readers, keys.writersWaiting, keys.queue, keys.fence],
+        ['reader-token', 2_000, 60_000],
+      );
+    const fence = await grant();
+    expect(fence).toBeGreaterThan(0);
+    const writer = other.acquire('doc:14', { wait: 5_000 });
+    await waitFor(async () => (await redis.zcard(keys.writersWaiting)) === 1);
+    // ioredis re-sends a command whose reply a reset lost: the same grant, not a refusal.
+    expect(await grant()).toBe(fence);
+    expect(await locks.tryAcquire('doc:14', { mode: 'read' })).toBeNull();
+    await redis.zrem(keys.readers, 'reader-token');
+    await redis.publish(keys.channel, 'wake-all:reader-token');
+    await (await writer).release();
   });
 });
 
