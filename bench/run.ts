@@ -14,7 +14,8 @@
  *   BENCH_S6_HELD=10000   S6 locks held at once; BENCH_S6_TTL=900 their lease (ms)
  *   BENCH_MK_OPS=2000     multi-key sequential acquire+release per case; BENCH_MK_MS=2000 parallel run
  *   BENCH_SEM_MS=2000     SEM (semaphore, bench/lib/semaphore.ts) duration per run
- *   BENCH_ONLY=s1,s3      run a subset (then results go to a temp dir unless BENCH_OUT is set)
+ *   BENCH_ONLY=s1,s3      run a subset (then results go to a temp dir unless BENCH_OUT is set);
+ *                         rw: read-lock throughput next to the exclusive lock
  *   BENCH_CONTENDERS=ours,raw,redis-semaphore:tuned   run a subset of libraries (same rule)
  *   BENCH_OUT=path/stem   where to write <stem>.json/.md/-s3p-wait.svg (default bench/results/latest)
  *   BENCH_DUMP_DIR=dir    keep the raw S3 hold records of every run there
@@ -36,6 +37,7 @@ import { s5Once, type S5Metrics } from './lib/decorator';
 import { s6Cycles, s6Held } from './lib/memory';
 import { runMultiKey } from './lib/multi-key';
 import { runSemaphoreBench } from './lib/semaphore';
+import { describeReadLock, readLockScenario } from './lib/read-lock';
 import { deleteKeys, startBenchRedis, type BenchRedis } from './lib/redis-server';
 import { render, type Results, type S3Cell } from './lib/report';
 import { combine, nowUs } from './lib/stats';
@@ -420,6 +422,7 @@ async function main(): Promise<void> {
       Object.assign(results, { multiKey: await runMultiKey(url, mk, log) });
     }
     if (wants('sem')) results.sem = await runSemaphoreBench(url, config.reps, log);
+    if (wants('rw')) log(describeReadLock(await readLockScenario(url, config.s2Ms, config.reps)));
 
     const deleted = await deleteKeys(url, ['bench:*', 'mutex:bench:*']);
     log(`cleaned ${deleted} bench keys`);

@@ -16,6 +16,7 @@ export type {
 } from './options/redis-lock-options';
 export { LockService, type LockLostListener } from './service/lock.service';
 export type { AcquireOptions, LockedOptions, WithLockOptions } from './options/lock-call-options';
+export type { ReadWriteMode } from './options/read-write-options';
 export type { LockHandle } from './engine/lock-handle';
 export type { MultiLockHandle } from './engine/multi-lock-handle';
 export type {
@@ -60,6 +61,7 @@ export {
   LockNotAcquiredError,
   LockReentryError,
   LockServiceClosedError,
+  LockUpgradeError,
   RedisCommandError,
   RedisLockConfigError,
   RedisLockError,

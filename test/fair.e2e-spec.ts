@@ -59,7 +59,7 @@ async function queueVanishedWaiter(key: string, token: string, lifetime: number)
   const keys = lockRedisKeys(prefix, key);
   await fairAcquireScript.run(
     redis,
-    [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+    [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds, keys.readers],
     [token, 30_000, '1', lifetime, 60_000, 'vanished-waiter'],
   );
 }

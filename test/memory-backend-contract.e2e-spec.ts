@@ -7,7 +7,7 @@
 import { RedisBackend } from '../lib/backends/redis.backend';
 import type { FairLockBackend } from '../lib/backends/lock-backend';
 import { MemoryLockBackend } from '../lib/backends/memory.backend';
-import { lockRedisKeys, type LockRedisKeys } from '../lib/keys/lock-keys';
+import { lockRedisKeys, LockRedisKeys } from '../lib/keys/lock-keys';
 import { onSharedRedis } from './support/lock-services';
 import { sleep, waitFor } from './support/time';
 
@@ -200,5 +200,42 @@ it('inspects, lists and evicts alike: holder records written, renewed, handed ov
     t.log(await inspect());
     await backend.fairRelease(keys, 'f3');
     await waitFor(() => t.heard.length === 3);
+  });
+});
+
+it('shares, refuses, renews and releases read-write leases alike, writers waiting included', async () => {
+  await onBoth('read-write', async (backend, keys, t) => {
+    const reader = new LockRedisKeys(keys.lock, { type: 'shared' });
+    let entered = 0;
+    const waiting = (id: string) => ({
+      waitingWriter: { id, entryMs: 3_000, entered: () => void entered++ },
+    });
+    t.log(t.fence(await backend.acquire(keys, 'w0', 2_000)));
+    t.log(t.pttl(-(await backend.acquire(reader, 'r1', 2_000)), 1_500, 2_000)); // a writer holds
+    t.log(await backend.release(keys, 'w0'));
+    t.log(t.fence(await backend.acquire(reader, 'r1', 2_000))); // the last write's fence
+    t.log(t.fence(await backend.acquire(reader, 'r2', 2_000)));
+    t.log(t.fence(await backend.acquire(reader, 'r1', 2_000))); // a re-sent grant
+    t.log(t.pttl(-(await backend.acquire(keys, 'w1', 2_000)), 1_500, 2_000)); // readers hold
+    t.log(t.pttl(-(await backend.acquire(keys, 'w1', 5_000, waiting('w1'))), 500, 1_000));
+    t.log(entered);
+    t.log(t.pttl(-(await backend.acquire(reader, 'r3', 2_000)), 2_500, 3_000)); // w1 waits
+    t.log(await backend.extend(reader, 'r1', 4_000));
+    t.log(await backend.extend(reader, 'nobody', 4_000));
+    const r2 = { redisKeys: reader, token: 'r2', lease: 4_000, fence: 1 };
+    const gone = { redisKeys: keys, token: 'w-gone', lease: 4_000, fence: 1 };
+    t.log(await backend.renewMany([r2, gone, { ...r2, token: 'r-gone' }]));
+    await backend.leaveWriters?.(keys, 'w1');
+    t.log(t.fence(await backend.acquire(reader, 'r3', 2_000))); // w1 left
+    t.log(await backend.release(reader, 'r1'));
+    t.log(await backend.release(reader, 'r1'));
+    t.log(await backend.release(reader, 'r2'));
+    t.log(await backend.release(reader, 'r3')); // the last reader: wakes all
+    t.log(t.fence(await backend.acquire(keys, 'w2', 2_000, waiting('w2'))));
+    t.log(entered);
+    t.log(await backend.release(keys, 'w2'));
+    // The writer's release, w1 leaving the waiting set, the last reader leaving, w2's release.
+    await waitFor(() => t.heard.length === 4);
+    t.log(t.heard);
   });
 });

@@ -29,6 +29,20 @@ export interface RenewableLease {
   readonly fence: number;
 }
 
+/** What a try adds for a read-write lock's writer (absent: a plain try, or one that will not wait). */
+export interface AcquireTry {
+  /**
+   * A writer that will wait, with writer priority: its id (one per acquire call) in the writers'
+   * waiting set while readers hold the key, and how long (ms) its entry lives without a refresh.
+   */
+  readonly waitingWriter?: {
+    readonly id: string;
+    readonly entryMs: number;
+    /** Called when a try put the writer in the waiting set (it must leave it if it gives up). */
+    entered(): void;
+  };
+}
+
 /**
  * Where locks live: one Redis (single node, Sentinel-managed, or Cluster) or a Redlock quorum of
  * independent primaries. The engine above it (waiting, watchdog, handles) is the same for all.
@@ -47,6 +61,17 @@ export interface LockBackend {
   ): Promise<AcquireAllReply>;
   /** Whether `acquireAll` can take these keys now (a Cluster: only keys of one slot). */
   canAcquireAll?(keys: readonly LockRedisKeys[]): boolean;
+  /**
+   * Tries once, for the kind of lease `keys.kind` names (a reader's share: `'shared'`). Resolves
+   * the fence (> 0) when granted — a reader's is the counter as it stands — else -(ms until
+   * another try is worth it: the holder's PTTL, or the readers').
+   */
+  acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number>;
+  /**
+   * A waiting writer gave up: its entry leaves the writers' waiting set, and the readers it held
+   * back are woken. Absent where read-write locks are not served (Redlock).
+   */
+  leaveWriters?(keys: LockRedisKeys, id: string): Promise<void>;
   /** Compare-and-pexpire. Resolves whether `token` still owned the lock. */
   extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean>;
   /**

@@ -101,6 +101,21 @@ export class MemoryKeyspace {
     if (counter) counter.expiresAt = until + this.fenceRetention;
   }
 
+  /**
+   * A reader's fence: the counter as it stands (a new one from the clock in µs, as a writer's
+   * first grant starts it), kept at least `lease` + the retention (never shortened).
+   */
+  readFence(keys: LockRedisKeys, lease: number): number {
+    const expiresAt = this.now() + lease + this.fenceRetention;
+    const counter = this.live(this.counters, keys.fence) ?? {
+      value: Math.max(1, Math.floor(this.now() * 1_000)),
+      expiresAt,
+    };
+    counter.expiresAt = Math.max(counter.expiresAt, expiresAt);
+    this.counters.set(keys.fence, counter);
+    return counter.value;
+  }
+
   queue(keys: LockRedisKeys): Queue | undefined {
     return this.live(this.queues, keys.queue);
   }

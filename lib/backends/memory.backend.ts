@@ -2,10 +2,12 @@ import { clockDrift } from '../util/clock';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type {
   AcquireAllReply,
+  AcquireTry,
   FairAcquireReply,
   FairLockBackend,
   RenewableLease,
 } from './lock-backend';
+import { MemorySharedLeases } from './memory-shared';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import type { EvictedLock, RawLockInfo } from './lock-info';
@@ -35,8 +37,10 @@ export interface MemoryLockBackendOptions {
  * What it models: a lease per lock (token + expiry), compare-and-pexpire renewal and extension,
  * compare-and-delete release, the fence counter (counting up while it lives, outliving each lease
  * by `fenceRetention`, and restarting from the clock in µs once it lapsed), the busy reply
- * -(holder's PTTL), the all-or-nothing grant of several locks (`acquireAll`), fair mode's queue (waiter entries that lapse after `waiterTtl`, a free lock
- * reserved for the head of the queue, hand-off on release), the holder record of each grant
+ * -(holder's PTTL), the all-or-nothing grant of several locks (`acquireAll`), fair mode's queue
+ * (waiter entries that lapse after `waiterTtl`, a free lock reserved for the head of the queue,
+ * hand-off on release), read-write locks (readers' shares, writers waiting: see
+ * MemorySharedLeases), semaphores (MemoryPermits), the holder record of each grant
  * (instance id, and since on `Date.now()`: epoch ms as on Redis, fake timers included) with its
  * waiters' ids for inspection, listing (`scan`, its cursor an index in name order), and pub/sub: a release publishes the
  * releasing token, a forced release '1', a hand-off `grant:<token>:<fence>`, on the lock's
@@ -56,6 +60,8 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly instanceId: string;
   /** Semaphores: permit leases (`keys.kind.type === 'permit'`), as the permit scripts keep them. */
   private readonly permits: MemoryPermits;
+  /** Read-write locks: the readers' shares and the writers waiting. */
+  private readonly shared: MemorySharedLeases;
 
   constructor(options: MemoryLockBackendOptions = {}) {
     this.instanceId = options.instanceId ?? DEFAULT_OPTIONS.instanceId;
@@ -66,20 +72,26 @@ export class MemoryLockBackend implements FairLockBackend {
     this.permits = new MemoryPermits(this.keys, (channel, message) =>
       this.hub.publish(channel, message),
     );
+    this.shared = new MemorySharedLeases(this.keys, this.hub);
   }
 
-  acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
+  acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {
     return this.command(() => {
       if (keys.kind.type === 'permit') return this.permits.acquire(keys, token, ttl);
+      if (keys.kind.type === 'shared') return this.shared.acquire(keys, token, ttl);
+      const readersUntil = this.shared.readersUntil(keys);
+      if (readersUntil !== undefined) {
+        return this.shared.refused(keys, readersUntil - this.keys.now(), how, true);
+      }
       const holder = this.keys.lease(keys);
       if (!holder) {
         this.keys.setLease(keys, token, ttl, this.instanceId);
+        this.shared.granted(keys, how);
         return this.keys.nextFence(keys, ttl);
       }
       // Our own grant, asked again: the fence it got (the counter cannot have moved since).
       if (holder.token === token) return this.keys.fence(keys);
-      const pttl = this.keys.pttlOf(holder);
-      return pttl > 0 ? -pttl : 0;
+      return this.shared.refused(keys, this.keys.pttlOf(holder), how, false);
     });
   }
 
@@ -109,13 +121,12 @@ export class MemoryLockBackend implements FairLockBackend {
     return true;
   }
 
-  extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    return this.command(() => this.extendNow(keys, token, ms));
+  leaveWriters(keys: LockRedisKeys, id: string): Promise<void> {
+    return this.command(() => this.shared.leaveWriters(keys, id));
   }
 
-  private extendNow(keys: LockRedisKeys, token: string, ms: number): boolean {
-    if (keys.kind.type === 'permit') return this.permits.extend(keys, token, ms);
-    return this.keys.pexpireIfOurs(keys, token, ms);
+  extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    return this.command(() => this.extendNow(keys, token, ms));
   }
 
   renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
@@ -127,6 +138,7 @@ export class MemoryLockBackend implements FairLockBackend {
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     return this.command(() => {
       if (keys.kind.type === 'permit') return this.permits.release(keys, token);
+      if (keys.kind.type === 'shared') return this.shared.release(keys, token);
       if (this.keys.lease(keys)?.token !== token) return false;
       this.keys.deleteLease(keys);
       this.hub.publish(keys.channel, token);
@@ -154,14 +166,18 @@ export class MemoryLockBackend implements FairLockBackend {
         return { ours: this.keys.fence(keys), pttl: this.keys.pttlOf(holder) };
       }
       const [head, headEntry] = waiting?.waiters.entries().next().value ?? [];
-      if (!holder && (head === undefined || head === token)) {
+      // A read-write lock's readers hold it: the head waits for the last one to leave.
+      const readersUntil = this.shared.readersUntil(keys);
+      if (!holder && readersUntil === undefined && (head === undefined || head === token)) {
         this.keys.setLease(keys, token, ttl, this.instanceId);
         waiting?.waiters.delete(token);
         this.keys.dropQueueIfEmpty(keys);
         return { granted: this.keys.nextFence(keys, ttl) };
       }
       // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
-      const retry = holder ? this.keys.pttlOf(holder) : (headEntry?.expiresAt ?? now) - now;
+      const retry = holder
+        ? this.keys.pttlOf(holder)
+        : (readersUntil ?? headEntry?.expiresAt ?? now) - now;
       if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl, this.instanceId);
       this.keys.dropQueueIfEmpty(keys);
       return { retryAfterMs: Math.max(0, retry), fence: this.keys.fence(keys) };
@@ -270,6 +286,12 @@ export class MemoryLockBackend implements FairLockBackend {
   /** How many subscribers listen on `channel` now. */
   subscriberCount(channel: string): number {
     return this.hub.subscriberCount(channel);
+  }
+
+  private extendNow(keys: LockRedisKeys, token: string, ms: number): boolean {
+    if (keys.kind.type === 'permit') return this.permits.extend(keys, token, ms);
+    if (keys.kind.type === 'shared') return this.shared.extend(keys, token, ms);
+    return this.keys.pexpireIfOurs(keys, token, ms);
   }
 
   /** Runs `body` atomically now; its answer (or error) arrives as a reply does, asynchronously. */

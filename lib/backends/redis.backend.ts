@@ -22,12 +22,14 @@ import { fairReleaseScript } from '../lua/fair-release.script';
 import { forceReleaseScript } from '../lua/force-release.script';
 import { releaseScript } from '../lua/release.script';
 import { inspectScript } from '../lua/inspect.script';
+import { isShared, SharedLeases } from './shared-leases';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { AcknowledgedGrants } from './acknowledged-grants';
 import { acquireAllOnRedis, oneSlot } from './acquire-all';
 import type {
   AcquireAllReply,
+  AcquireTry,
   FairAcquireReply,
   FairLockBackend,
   RenewableLease,
@@ -55,6 +57,8 @@ export class RedisBackend implements FairLockBackend {
   private readonly keyPrefix: string;
   /** Semaphores: permit leases (`keys.kind.type === 'permit'`) run their own scripts. */
   private readonly permits: RedisPermits;
+  /** Readers' shares of read-write locks. */
+  private readonly shared: SharedLeases;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -73,6 +77,12 @@ export class RedisBackend implements FairLockBackend {
       publish: this.publish,
       channel: (channel) => this.keyPrefix + channel,
     }));
+    this.shared = new SharedLeases(
+      this.client,
+      fenceRetention,
+      () => this.publish,
+      (keys) => this.keyPrefix + keys.channel,
+    );
     if (this.cluster)
       this.pubSubCheck = new ClusterPubSubCheck(this.client as Cluster, closeTimeout);
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
@@ -85,15 +95,31 @@ export class RedisBackend implements FairLockBackend {
 
   private readonly onClose = (): void => void this.resets++;
 
-  acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
+  acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {
+    const writer = how?.waitingWriter;
     const grant = (client: RedisCommander): Promise<number> =>
-      permitsOf(keys) !== undefined
-        ? this.permits.acquire(client, keys, token, ttl)
-        : acquireScript.run(
-            client,
-            [keys.lock, keys.fence, keys.holder],
-            [token, ttl, this.fenceRetention, this.instanceId],
-          );
+      isShared(keys)
+        ? this.shared.acquire(client, keys, token, ttl)
+        : permitsOf(keys) !== undefined
+          ? this.permits.acquire(client, keys, token, ttl)
+          : acquireScript
+              .run(
+                client,
+                [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
+                [
+                  token,
+                  ttl,
+                  this.fenceRetention,
+                  this.instanceId,
+                  writer?.id ?? '',
+                  writer?.entryMs ?? 0,
+                ],
+              )
+              .then((reply) => {
+                if (typeof reply === 'number') return reply;
+                writer?.entered();
+                return reply[0];
+              });
     if (!this.acknowledged) return grant(this.client);
     return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
   }
@@ -112,7 +138,12 @@ export class RedisBackend implements FairLockBackend {
     return !this.acknowledged && (!this.cluster || oneSlot(keys));
   }
 
+  leaveWriters(keys: LockRedisKeys, id: string): Promise<void> {
+    return this.shared.leaveWriters(keys, id);
+  }
+
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    if (isShared(keys)) return this.shared.extend(keys, token, ms);
     if (permitsOf(keys) !== undefined) return this.permits.extend(keys, token, ms);
     const reply = await extendScript.run(
       this.client,
@@ -145,6 +176,9 @@ export class RedisBackend implements FairLockBackend {
         ),
       );
     }
+    if (leases.some((l) => isShared(l.redisKeys))) {
+      return this.shared.renewMixed(leases, (writers) => this.renewLeases(writers));
+    }
     return renewInBatches(this.client, this.fenceRetention, leases);
   }
 
@@ -155,16 +189,17 @@ export class RedisBackend implements FairLockBackend {
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
-    const sent =
-      permitsOf(keys) !== undefined
-        ? this.permits.release(keys, token)
-        : releaseScript.run(
-            this.client,
-            [keys.lock, keys.holder],
-            [token, this.publish, this.keyPrefix + keys.channel],
-          );
-    return sent.then((reply) => {
-      const deleted = reply === 1;
+    const sent = isShared(keys)
+      ? this.shared.release(keys, token)
+      : (permitsOf(keys) !== undefined
+          ? this.permits.release(keys, token)
+          : releaseScript.run(
+              this.client,
+              [keys.lock, keys.holder],
+              [token, this.publish, this.keyPrefix + keys.channel],
+            )
+        ).then((reply) => reply === 1);
+    return sent.then((deleted) => {
       if (!deleted && this.resets !== resetsBefore) {
         // The connection dropped meanwhile and ioredis re-sent the release: "not there" may be
         // our own first delete whose reply was lost. Say "unknown" rather than wrongly "lost".
@@ -183,7 +218,7 @@ export class RedisBackend implements FairLockBackend {
   ): Promise<FairAcquireReply> {
     const reply = await fairAcquireScript.run(
       this.client,
-      [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+      [...this.fairKeys(keys), keys.readers],
       [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention, this.instanceId],
     );
     if (!Array.isArray(reply)) return { granted: reply };
@@ -194,11 +229,12 @@ export class RedisBackend implements FairLockBackend {
   async fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
     const released =
-      (await fairReleaseScript.run(
-        this.client,
-        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
-        [token, this.publish, this.fenceRetention, this.keyPrefix + keys.channel],
-      )) === 1;
+      (await fairReleaseScript.run(this.client, this.fairKeys(keys), [
+        token,
+        this.publish,
+        this.fenceRetention,
+        this.keyPrefix + keys.channel,
+      ])) === 1;
     // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
     if (!released && this.resets !== resetsBefore) {
       throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
@@ -255,6 +291,11 @@ export class RedisBackend implements FairLockBackend {
     // The client may be the app's own, outliving this backend: take back what we added to it.
     this.connection.client.off('close', this.onClose);
     this.pubSubCheck?.close();
+  }
+
+  /** Fair mode's keys of a lock, in the order its scripts read them. */
+  private fairKeys(keys: LockRedisKeys) {
+    return [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds] as const;
   }
 
   /** The command releases publish with now. */

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { messages, type RedlockTally } from '../errors/messages';
+import { readWriteMessages } from '../errors/read-write-messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { semaphoreMessages } from '../errors/semaphore-messages';
@@ -47,6 +48,8 @@ export class RedlockBackend implements LockBackend {
   async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
     // No single server to count a semaphore's holders on: refused before any node is asked.
     if (keys.kind.type === 'permit') throw new RedisLockConfigError(semaphoreMessages.redlock());
+    // A reader's share would need a quorum of its own: refused (the service refuses it first).
+    if (keys.kind.type === 'shared') throw new RedisLockConfigError(readWriteMessages.redlock());
     const started = performance.now();
     const replies = await this.onEveryNode((node) => node.acquire(keys, token, ttl));
     const granted = replies.filter((grant): grant is NodeGrant => (grant?.reply ?? 0) > 0);

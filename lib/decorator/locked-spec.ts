@@ -32,6 +32,8 @@ export const LOCKED_OPTION_NAMES: OptionNames<LockedOptions> = {
   onLost: true,
   reentrant: true,
   permits: true,
+  mode: true,
+  writerPriority: true,
 };
 
 /** Everything `@Locked` knows about one method, computed once at decoration time. */

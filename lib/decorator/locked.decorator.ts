@@ -13,7 +13,8 @@ import {
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
 import { assertExclusiveOnly } from '../options/multi-key-options';
-import { assertPermits } from '../options/permits-option';
+import { leaseKindOf } from '../options/permits-option';
+import { assertReadWriteOptions } from '../options/read-write-options';
 import type { LockedOptions } from '../options/lock-call-options';
 import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
 import { injectedLockSource, injectLockSource } from './locked-binding';
@@ -170,7 +171,8 @@ function validateLockedOptions(options: LockedOptions): void {
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);
   if (options.onLost !== undefined) assertOneOf('onLost', options.onLost, ['throw', 'log']);
-  if (options.permits !== undefined) assertPermits(options.permits);
+  assertReadWriteOptions(options);
+  leaseKindOf(options); // `permits` a whole number >= 1, and never with `mode: 'read'`
 }
 
 function describeTarget(target: object): string {

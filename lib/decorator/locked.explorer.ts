@@ -5,6 +5,7 @@ import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import type { LockSource } from '../locking/lock-source';
 import { lockSourceFor } from '../locking/public-lock-source';
+import { readWriteRequest } from '../options/read-write-options';
 import { LockService } from '../service/lock.service';
 import { warnIfEventsDrop } from '../transports/messages/event-handlers';
 import { bindFactoryResults } from './factory-binding';
@@ -88,6 +89,8 @@ export class LockedExplorer implements OnModuleInit {
         // Each placeholder's one source is decided now: a typo or an ambiguous name stops the start.
         assertRoutePlaceholders(spec, wrapper.metatype ?? prototype.constructor, method);
       }
+      // Read locks on Redlock, writer priority off in fair mode: refused now, not at a first call.
+      readWriteRequest(spec.options, this.locks.options);
       if (isController) {
         warnIfEventsDrop(
           method,

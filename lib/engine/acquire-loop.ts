@@ -83,6 +83,7 @@ export async function waitForLock(
       Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow())),
       signal,
       tries.token,
+      keys.kind.type === 'shared',
     );
   } catch (error) {
     context.waiting(-1);

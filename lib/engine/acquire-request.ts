@@ -12,6 +12,11 @@ export interface AcquireRequest {
   signal?: AbortSignal;
   /** What the lease grants (default: the key alone, a mutex). */
   kind?: LeaseKind;
+  /**
+   * A writer (exclusive lease) that waits for a read-write lock's readers holds back new readers
+   * meanwhile (default true).
+   */
+  writerPriority?: boolean;
 }
 
 /** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */

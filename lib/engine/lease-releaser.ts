@@ -27,9 +27,14 @@ export class LeaseReleaser {
         () => lock.validUntil,
       );
     const { fairBackend, notifier } = this;
+    if (lock.redisKeys.kind.type === 'shared') {
+      // A reader's share: the release wakes the writers by its message when the last reader
+      // leaves (none is due before: no local hand-off).
+      return release(() => this.backend.release(lock.redisKeys, lock.token));
+    }
     if (fairBackend && lock.redisKeys.kind.type === 'exclusive') {
       // The release script hands the lock to the next in line itself: no local hand-off. (Only
-      // exclusive locks queue; every other kind is served plainly, also in fair mode.)
+      // exclusive locks queue; a semaphore's permits are served plainly, also in fair mode.)
       return release(() => fairBackend.fairRelease(lock.redisKeys, lock.token));
     }
     // A waiter in this process is woken when Redis answers, unless the release message was first.

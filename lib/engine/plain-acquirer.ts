@@ -1,4 +1,4 @@
-import type { LockBackend } from '../backends/lock-backend';
+import type { AcquireTry, LockBackend } from '../backends/lock-backend';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
@@ -10,31 +10,72 @@ import { HeldLock } from './held-lock';
 import { raceAbort } from './race-abort';
 
 /**
+ * The shortest life of a waiting writer's entry without a refresh (ms), however short
+ * `commandTimeout` is: a refresh sent every third of it must not have to race the network.
+ */
+const MIN_WRITER_ENTRY_MS = 1_000;
+
+/**
  * Plain mode: each try asks for the lock under a new token, and a waiter sleeps until a release
- * message wakes it (one waiter per message in this process) or the holder's lease ends.
+ * message wakes it (one waiter per message in this process; every one of them when readers of a
+ * read-write lock wait) or the holder's lease ends.
  */
 export class PlainAcquirer implements Acquirer {
+  /**
+   * How long a waiting writer's entry holds back new readers without a refresh: the most a
+   * writer that died while waiting delays them by. Room for a refresh taking a `commandTimeout`.
+   */
+  private readonly writerEntryMs: number;
+
   constructor(
     private readonly context: AcquireContext,
     private readonly backend: LockBackend,
-  ) {}
+  ) {
+    this.writerEntryMs = Math.ceil(
+      Math.max(MIN_WRITER_ENTRY_MS, 2 * context.options.commandTimeout),
+    );
+  }
 
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     request.signal?.throwIfAborted();
     const started = monotonicNow();
     const keys = this.context.keysOf(request.key, request.kind);
-    return waitForLock(this.context, request, keys, started, {
-      attempt: () => this.attempt(request, keys),
-      maxSleep: Infinity,
-    });
+    // A writer that will wait, with writer priority: its entry among the writers waiting.
+    let entered = false;
+    const waitingWriter =
+      keys.kind.type === 'exclusive' && request.writerPriority !== false && request.wait > 0
+        ? { id: newToken(), entryMs: this.writerEntryMs, entered: () => void (entered = true) }
+        : undefined;
+    // Given up after entering the waiting set: the entry goes at once, waking the readers it
+    // held back (rather than holding them until it lapses).
+    const leave = (): void => {
+      if (!entered || !waitingWriter || !this.backend.leaveWriters) return;
+      this.context.cleanUp(this.backend.leaveWriters(keys, waitingWriter.id));
+    };
+    let outcome: AcquireOutcome;
+    try {
+      outcome = await waitForLock(this.context, request, keys, started, {
+        attempt: (queue) => this.attempt(request, keys, queue ? { waitingWriter } : undefined),
+        maxSleep: Infinity,
+      });
+    } catch (error) {
+      leave();
+      throw error;
+    }
+    if (!('lock' in outcome)) leave();
+    return outcome;
   }
 
   /** One try: a lock, or the ms until another try is worth it (the holder's remaining lease). */
-  private async attempt(request: AcquireRequest, keys: LockRedisKeys): Promise<HeldLock | number> {
+  private async attempt(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    how?: AcquireTry,
+  ): Promise<HeldLock | number> {
     const { context } = this;
     const token = newToken();
     const sentAt = monotonicNow();
-    const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl));
+    const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl), how);
     let fence: number;
     try {
       fence = await raceAbort(

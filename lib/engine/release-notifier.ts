@@ -11,6 +11,12 @@ interface Channel {
 /** Prefix of a fair-mode hand-off message: `grant:<token>:<fence>`. */
 const GRANT = 'grant:';
 
+/**
+ * Prefix of a message that wakes every waiter of the lock: the last reader of a read-write lock
+ * left, or a waiting writer gave up (`wake-all:<token or id>`).
+ */
+const WAKE_ALL = 'wake-all:';
+
 /** Own releases remembered at most (oldest forgotten first): bounds the map if messages are lost. */
 const MAX_OWN_RELEASES = 10_000;
 
@@ -18,8 +24,9 @@ const MAX_OWN_RELEASES = 10_000;
  * Wakes waiters when a lock is released, over ONE subscriber connection per process, shared by
  * all keys. A channel is subscribed while it has at least one local waiter. Each release message
  * wakes one local waiter (the longest-waiting idle one), so a hand-off costs one retry per process,
- * not one per waiter; a release in this process wakes its local waiter directly. A lost message
- * only delays a waiter until its fallback timer.
+ * not one per waiter; a release in this process wakes its local waiter directly. While a reader
+ * of a read-write lock waits on a channel, and on a `wake-all:` message, every waiter there wakes
+ * instead: readers get in together. A lost message only delays a waiter until its fallback timer.
  */
 export class ReleaseNotifier {
   private subscriber?: ReleasePubSub;
@@ -46,8 +53,9 @@ export class ReleaseNotifier {
     timeoutMs: number,
     signal?: AbortSignal,
     token?: string,
+    shared = false,
   ): Promise<Waiter> {
-    const waiter = new Waiter(channel, token);
+    const waiter = new Waiter(channel, token, shared);
     let entry = this.channels.get(channel);
     if (!entry && this.closed) {
       // Shutting down: no new subscriber connection; the waiter relies on its fallback timer.
@@ -164,6 +172,10 @@ export class ReleaseNotifier {
       }
       return;
     }
+    if (message.startsWith(WAKE_ALL)) {
+      for (const waiter of this.channels.get(channel)?.waiters ?? []) waiter.notify();
+      return;
+    }
     const own = this.ownReleases.get(message);
     if (own === true) {
       this.ownReleases.delete(message); // the reply already handed it off here
@@ -174,8 +186,16 @@ export class ReleaseNotifier {
     if (entry) this.wakeOne(entry);
   }
 
-  /** Wakes the longest-waiting sleeping waiter, else makes the oldest one try again. */
+  /**
+   * Wakes the longest-waiting sleeping waiter, else makes the oldest one try again — or, while a
+   * reader waits there, every waiter.
+   */
   private wakeOne(entry: Channel): boolean {
+    for (const reader of entry.waiters) {
+      if (!reader.shared) continue;
+      for (const waiter of entry.waiters) waiter.notify();
+      return true;
+    }
     let first: Waiter | undefined;
     for (const waiter of entry.waiters) {
       first ??= waiter;

@@ -12,6 +12,11 @@ export class Waiter {
     readonly channel: string,
     /** Fair mode: the waiter's token, its place in the queue (hand-offs are addressed to it). */
     readonly token?: string,
+    /**
+     * A reader of a read-write lock: while one waits on its channel, a release wakes every
+     * waiter there, not one (the readers all get in together, or a writer first).
+     */
+    readonly shared = false,
   ) {}
 
   /** Called by the notifier when a release message for this channel arrives. */

@@ -4,6 +4,7 @@ export { LockLostError, type LockLostReason } from './lock-lost.error';
 export { LockServiceClosedError } from './lock-service-closed.error';
 export { LockKeyError } from './lock-key.error';
 export { LockReentryError } from './lock-reentry.error';
+export { LockUpgradeError } from './lock-upgrade.error';
 export { RedisLockConfigError } from './redis-lock-config.error';
 export { RedisUnavailableError } from './redis-unavailable.error';
 export { RedisCommandError } from './redis-command.error';

@@ -23,3 +23,6 @@ export interface PermitLease {
 
 /** The kind of a plain lock (and of a read-write lock's writer). */
 export const EXCLUSIVE: ExclusiveLease = Object.freeze({ type: 'exclusive' });
+
+/** The kind of a read-write lock's reader. */
+export const SHARED: SharedLease = Object.freeze({ type: 'shared' });

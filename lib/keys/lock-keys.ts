@@ -47,6 +47,19 @@ export class LockRedisKeys {
   get waiterIds(): string {
     return `${this.lock}:waiter-ids`;
   }
+
+  /** Read-write locks: the readers holding a share (ZSET token → lease end, ms on Redis' clock). */
+  get readers(): string {
+    return `${this.lock}:readers`;
+  }
+
+  /**
+   * Read-write locks: the writers waiting for the readers to leave (ZSET call id → when the entry
+   * lapses unless refreshed); while one is there, new readers are refused (writer priority).
+   */
+  get writersWaiting(): string {
+    return `${this.lock}:writers-waiting`;
+  }
 }
 
 /**

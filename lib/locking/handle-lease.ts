@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { LockHandle } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
+import type { LeaseKind } from '../keys/lease-kind';
 import type { HeldLease } from './held-lease';
 
 const logger = new Logger('RedisLock');
@@ -16,7 +17,7 @@ const neverAborted = new AbortController().signal;
  * auto-mock's `acquire` resolves `undefined`) read as a lock that stays held until released.
  */
 export class HandleLease implements HeldLease {
-  readonly redisKeys: { readonly lock: string };
+  readonly redisKeys: { readonly lock: string; readonly kind?: LeaseKind };
 
   private readonly handle: Partial<LockHandle>;
 
@@ -30,9 +31,11 @@ export class HandleLease implements HeldLease {
     frameKey: string,
     /** Several keys held as one: each key's name in the frame (a nested call on one joins). */
     readonly lockNames?: readonly string[],
+    /** What it was asked for: a reader's share, a permit, or (absent) the key alone. */
+    kind?: LeaseKind,
   ) {
     this.handle = handle ?? {};
-    this.redisKeys = { lock: frameKey };
+    this.redisKeys = { lock: frameKey, kind };
   }
 
   get token(): string {

@@ -16,7 +16,10 @@ export interface HeldLease {
   readonly signal: AbortSignal;
   /** Whose lock it is (an engine, or a double's adapter): re-entrancy joins only its own. */
   readonly owner: object;
-  /** The name a call chain's frame keeps its hold under. */
+  /**
+   * The name a call chain's frame keeps its hold under (a read-write lock's reader and writer
+   * share it), and what the lease grants (absent: the key alone).
+   */
   readonly redisKeys: { readonly lock: string; readonly kind?: LeaseKind };
   /** Several keys held as one: every name the frame keeps the hold under (else `redisKeys`). */
   readonly lockNames?: readonly string[];

@@ -9,8 +9,12 @@ import type { LockSource } from './lock-source';
  * asks for: a semaphore's names differ from the mutex's on the same key, so a permit call never
  * joins a held mutex (nor the reverse) — they are two locks. Validates `permits` on the way.
  */
-export function frameKeyOf(locks: LockSource, key: string, options: { permits?: number }): string {
-  return locks.engine.keysOf(key, leaseKindOf(options.permits)).lock;
+export function frameKeyOf(
+  locks: LockSource,
+  key: string,
+  options: { permits?: number; mode?: string },
+): string {
+  return locks.engine.keysOf(key, leaseKindOf(options)).lock;
 }
 
 /**

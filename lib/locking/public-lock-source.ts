@@ -6,6 +6,7 @@ import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { HandleLease } from './handle-lease';
 import { frameKeyOf } from './lease-frames';
 import { isKeyList, type LockSource, type LockTarget } from './lock-source';
+import { leaseKindOf } from '../options/permits-option';
 
 /**
  * Marks a lock source holds use as it is: this package's own `LockService` (its locks are the
@@ -77,7 +78,8 @@ function adapt(double: PublicLockSource): ServiceLockSource {
     async acquire(key: LockTarget, options: AcquireOptions) {
       const handle: LockHandle | undefined = await double.acquire(key, options);
       if (!isKeyList(key)) {
-        return new HandleLease(handle, key, engine, frameKeyOf(adapter, key, options));
+        const frameKey = frameKeyOf(adapter, key, options);
+        return new HandleLease(handle, key, engine, frameKey, undefined, leaseKindOf(options));
       }
       const names = key.map((one) => engine.keysOf(one).lock);
       return new HandleLease(handle, key.join(', '), engine, names[0] ?? namespace, names);

@@ -14,6 +14,8 @@ import { LockedCall } from './locked-call';
 import { lockSourceFor } from './public-lock-source';
 import { HandleLease } from './handle-lease';
 import { assertSameLimit, frameKeyOf } from './lease-frames';
+import { LockUpgradeError } from '../errors/lock-upgrade.error';
+import { leaseKindOf } from '../options/permits-option';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
 export interface RunLockedOptions extends WithLockOptions {
@@ -209,16 +211,26 @@ function joinHeld(
   return held.join(options.maxHold);
 }
 
-/** This chain's running hold of `key` through `locks`, if re-entrancy applies. */
+/**
+ * This chain's running hold of `key` through `locks`, if re-entrancy applies. A read re-uses a
+ * write or a read the chain holds; a write inside a read is refused (`LockUpgradeError`), with
+ * re-entrancy off too: the writer would wait for every reader, the chain's own read included.
+ */
 function heldByChain(
   locks: LockSource,
   key: string,
   options: RunLockedOptions,
   frame: LockFrame | undefined,
 ): Hold | undefined {
-  if (!frame || !(options.reentrant ?? locks.options.reentrant)) return undefined;
+  if (!frame) return undefined;
   const hold = frame.held.get(frameKeyOf(locks, key, options));
   if (!hold || hold.lock.owner !== locks.engine || !hold.active) return undefined;
+  // A write under a read of the same chain would wait for itself: refused at once, re-entrant
+  // or not.
+  if (hold.lock.redisKeys.kind?.type === 'shared' && options.mode !== 'read') {
+    throw new LockUpgradeError(key);
+  }
+  if (!(options.reentrant ?? locks.options.reentrant)) return undefined;
   assertSameLimit(hold, key, options);
   return hold;
 }
@@ -238,7 +250,15 @@ async function acquireOrSkip(
     // A real service whose `acquire` was replaced (a spy, a subclass) may hand back a plain handle.
     if (acquired && acquired.owner === locks.engine) return acquired as HeldLease;
     if (!isKeyList(key)) {
-      return new HandleLease(acquired, key, locks.engine, frameKeyOf(locks, key, options));
+      const frameKey = frameKeyOf(locks, key, options);
+      return new HandleLease(
+        acquired,
+        key,
+        locks.engine,
+        frameKey,
+        undefined,
+        leaseKindOf(options),
+      );
     }
     const names = key.map((one) => locks.engine.keysOf(one).lock);
     return new HandleLease(acquired, key.join(', '), locks.engine, names[0] ?? '', names);

@@ -1,24 +1,71 @@
 import { nextFenceLua } from './fence.lua';
 import { writeHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
+import { coverLua } from './read-fence.lua';
 
 /**
- * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window).
- * Keys: the lock key, its fence counter, its holder record (same hash slot).
+ * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window). The key alone: a
+ * mutex, or a read-write lock's writer, refused while live readers hold a share of it (one EXISTS
+ * when there are none). A writer that will wait names itself (`waitId`, one per acquire call):
+ * refused because of readers, or already waiting, it enters or refreshes its entry in the
+ * writers' waiting set, which holds back new readers until it gets in, leaves, or its entry
+ * lapses (`entryMs` after its last try); it is told to try again within a third of that.
+ * Keys: the lock key, its fence counter, its holder record, its readers, its writers waiting
+ * (same hash slot).
  * Args: the token, the lease in ms, how long (ms) the fence counter outlives the lease, the
- * holder's instance id (written beside the lease with the same PX, for inspection).
- * Returns the fence (> 0) when granted, or -(holder's PTTL) when busy (0 if it expires now).
+ * holder's instance id (written beside the lease with the same PX, for inspection), the waiting
+ * writer's id ('' for a try that will not wait, or with writer priority off), its entry's
+ * lifetime in ms.
+ * Returns the fence (> 0) when granted, or -(ms until another try is worth it) when busy: the
+ * holder's PTTL (0 if it expires now), or the last reader's lease left — in a table of its own,
+ * {-ms}, when the writer is (now) in the waiting set, so the caller knows to leave it if it
+ * gives up.
  */
 export const acquireScript = new LuaScript<
-  readonly [lockKey: string, fenceKey: string, holderKey: string],
-  readonly [token: string, leaseMs: number, fenceRetentionMs: number, instanceId: string],
-  number
+  readonly [
+    lockKey: string,
+    fenceKey: string,
+    holderKey: string,
+    readersKey: string,
+    writersWaitingKey: string,
+  ],
+  readonly [
+    token: string,
+    leaseMs: number,
+    fenceRetentionMs: number,
+    instanceId: string,
+    waitId: string,
+    entryMs: number,
+  ],
+  number | [waitingRetry: number]
 >(
   'acquire',
   `
-local lockKey, fenceKey, holderKey = KEYS[1], KEYS[2], KEYS[3]
+local lockKey, fenceKey, holderKey, readersKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, leaseMs, fenceRetentionMs, instanceId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local waitId, entryMs = ARGV[5], tonumber(ARGV[6])
+-- Enters or refreshes this writer's entry; the next try comes before it can lapse.
+local function waitAsWriter(now, retry)
+  redis.call('ZADD', waitingKey, now + entryMs, waitId)
+${coverLua('waitingKey', 'entryMs')}  return { -math.max(0, math.min(retry, math.floor(entryMs / 3))) }
+end
+local function clockMs()
+  local t = redis.call('TIME')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+if redis.call('EXISTS', readersKey) == 1 then
+  -- Readers hold it: wait for the last live one (crashed readers' lapsed shares do not count).
+  local now = clockMs()
+  redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
+  local last = redis.call('ZRANGE', readersKey, -1, -1, 'WITHSCORES')[2]
+  if last then
+    local left = tonumber(last) - now
+    if waitId ~= '' then return waitAsWriter(now, left) end
+    return -left
+  end
+end
 if redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
+  if waitId ~= '' then redis.call('ZREM', waitingKey, waitId) end
 ${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
   return fence
 end
@@ -31,6 +78,10 @@ end
 -- Busy: tell the caller how long the holder's lease still runs (Redis' clock, not ours).
 local pttl = redis.call('PTTL', lockKey)
 if pttl < 0 then pttl = 0 end
+-- A writer that waited for readers keeps holding them back while another writer goes first.
+if waitId ~= '' and redis.call('ZSCORE', waitingKey, waitId) then
+  return waitAsWriter(clockMs(), pttl)
+end
 return -pttl
 `,
 );

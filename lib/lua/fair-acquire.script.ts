@@ -10,7 +10,8 @@ import { LuaScript } from './lua-script';
  * hand-off gives it, min(ttl, entry lifetime) — the waiter's own figure, so it knows the lease it
  * was handed whoever releases), the holder record, the waiters' instance ids (HASH token → id, so
  * a hand-off can write its new holder's record; kept apart from the entries, whose format older
- * versions parse). All in one hash slot.
+ * versions parse), the readers of a read-write lock (a writer is refused while a live one holds a
+ * share). All in one hash slot.
  * Args: the token (one per acquire call: its place in the queue), the lease in ms, '1' to queue
  * (or stay queued) when busy, the waiter entry lifetime in ms, how long (ms) the fence counter
  * outlives a lease it grants, this process's instance id.
@@ -26,6 +27,7 @@ export const fairAcquireScript = new LuaScript<
     waitersKey: string,
     holderKey: string,
     waiterIdsKey: string,
+    readersKey: string,
   ],
   readonly [
     token: string,
@@ -40,7 +42,7 @@ export const fairAcquireScript = new LuaScript<
   'fair-acquire',
   `
 local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
+local holderKey, waiterIdsKey, readersKey = KEYS[5], KEYS[6], KEYS[7]
 local token, leaseMs, queueIfBusy = ARGV[1], ARGV[2], ARGV[3]
 local entryLifetimeMs, fenceRetentionMs, instanceId = ARGV[4], ARGV[5], ARGV[6]
 local t = redis.call('TIME')
@@ -59,8 +61,16 @@ local holder = redis.call('GET', lockKey)
 if holder == token then
   return { tonumber(redis.call('GET', fenceKey)) or 0, redis.call('PTTL', lockKey) }
 end
+-- Readers of a read-write lock hold it: the head waits for the last live one to leave (which
+-- wakes it); new readers meanwhile are refused while this queue exists.
+local readersLeft = 0
+if redis.call('EXISTS', readersKey) == 1 then
+  redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
+  local last = redis.call('ZRANGE', readersKey, -1, -1, 'WITHSCORES')[2]
+  if last then readersLeft = tonumber(last) - now end
+end
 local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
-if not holder and (not head or head == token) then
+if not holder and readersLeft <= 0 and (not head or head == token) then
   redis.call('SET', lockKey, token, 'PX', leaseMs)
   redis.call('ZREM', queueKey, token)
   redis.call('HDEL', waitersKey, token)
@@ -71,6 +81,8 @@ end
 local retry
 if holder then
   retry = redis.call('PTTL', lockKey)
+elseif readersLeft > 0 then
+  retry = readersLeft
 else
   -- Free, but reserved for the head of the queue: it takes it now, or its entry lapses.
   retry = (tonumber(string.match(redis.call('HGET', waitersKey, head) or '', '^%d+')) or now) - now

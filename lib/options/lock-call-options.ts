@@ -1,3 +1,4 @@
+import type { ReadWriteMode } from './read-write-options';
 import type { OnBusyPolicy, OnLostPolicy } from './redis-lock-options';
 
 // The options of one lock call, one interface per way of calling. Every field is optional and
@@ -31,6 +32,19 @@ export interface AcquireOptions {
    * the same key. Absent: the plain mutex. See docs/semaphores.md.
    */
   permits?: number;
+  /**
+   * Read-write locks: `'read'` takes a reader's share of the key — many readers at once, never
+   * beside a writer; `'write'` takes the key alone, as a plain lock does (and waits for the
+   * readers to leave). docs/read-write.md.
+   * @default 'write'
+   */
+  mode?: ReadWriteMode;
+  /**
+   * A writer (mode `'write'`) that waits for readers holds back new readers meanwhile. Only for
+   * writers; on in fair mode.
+   * @default the module's `writerPriority` (true)
+   */
+  writerPriority?: boolean;
 }
 
 /** Options of `withLock`: those of `acquire`, and what to do about a lost lock and nesting. */
@@ -85,4 +99,17 @@ export interface LockedOptions {
    * the same key. Absent: the plain mutex. See docs/semaphores.md.
    */
   permits?: number;
+  /**
+   * Read-write locks: `'read'` takes a reader's share of the key — many readers at once, never
+   * beside a writer; `'write'` takes the key alone, as a plain lock does (and waits for the
+   * readers to leave). docs/read-write.md.
+   * @default 'write'
+   */
+  mode?: ReadWriteMode;
+  /**
+   * A writer (mode `'write'`) that waits for readers holds back new readers meanwhile. Only for
+   * writers; on in fair mode.
+   * @default the module's `writerPriority` (true)
+   */
+  writerPriority?: boolean;
 }

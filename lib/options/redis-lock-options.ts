@@ -89,6 +89,14 @@ export interface RedisLockModuleOptions {
    */
   fair?: boolean;
   /**
+   * Read-write locks: a writer waiting for readers to leave holds back new readers meanwhile, so a
+   * steady stream of readers cannot starve it. A writer that dies while waiting holds them back
+   * for at most `max(1000, 2 × commandTimeout)` ms. Override it per write call. Must stay on in
+   * fair mode (queued writers always go before new readers there). docs/read-write.md.
+   * @default true
+   */
+  writerPriority?: boolean;
+  /**
    * Prefix of every Redis key this library writes. Keys are `<prefix>{<lock key>}` plus
    * `:fence` (fence counter) and `:released` (release channel), all in one hash slot.
    * @default 'lock:'

@@ -1,5 +1,6 @@
 import { MAX_TIMER_MS } from '../util/clock';
 import { messages } from '../errors/messages';
+import { readWriteMessages } from '../errors/read-write-messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { assertRedisUrl } from '../redis/redis-client';
 import { assertKnownOptions } from './known-options';
@@ -70,6 +71,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
       ),
     );
   }
+  assertWriterPriority(resolved);
   if (typeof resolved.reentrant !== 'boolean') {
     throw new RedisLockConfigError(
       messages.badOption('reentrant', resolved.reentrant, 'a boolean'),
@@ -150,6 +152,18 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
         messages.badOption('replicaAck.timeout', replicaAck.timeout, 'an integer number of ms'),
       );
     }
+  }
+}
+
+/** Read-write locks' module default: a boolean, and on in fair mode. */
+function assertWriterPriority(resolved: ResolvedRedisLockOptions): void {
+  if (typeof resolved.writerPriority !== 'boolean') {
+    throw new RedisLockConfigError(
+      messages.badOption('writerPriority', resolved.writerPriority, 'a boolean'),
+    );
+  }
+  if (!resolved.writerPriority && resolved.fair) {
+    throw new RedisLockConfigError(readWriteMessages.priorityOffInFairMode());
   }
 }
 

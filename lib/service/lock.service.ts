@@ -15,6 +15,7 @@ import { isKeyList, type LockSource } from '../locking/lock-source';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
 import { heldOrNull, heldOrThrow, multiKeys } from './multi-key-request';
+import { readWriteRequest } from '../options/read-write-options';
 import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
 import { leaseKindOf } from '../options/permits-option';
 import type {
@@ -268,8 +269,9 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     assertPositive('ttl', ttl);
     assertNonNegative('wait', wait);
     assertMaxHold('maxHold', maxHold);
+    const { writerPriority } = readWriteRequest(options, this.options);
     const { renew = true, signal } = options;
-    return { key, ttl, wait, maxHold, renew, signal, kind: leaseKindOf(options.permits) };
+    return { key, ttl, wait, maxHold, renew, signal, kind: leaseKindOf(options), writerPriority };
   }
 }
 

@@ -13,10 +13,10 @@ import type { RedisCommander } from '../../lib/redis/redis-client';
 declare const client: RedisCommander;
 
 export async function accepted(): Promise<void> {
-  const fence: number = await acquireScript.run(
+  const fence: number | [number] = await acquireScript.run(
     client,
-    ['lock', 'lock:fence', 'lock:holder'],
-    ['t', 1_000, 60, 'id'],
+    ['lock', 'lock:fence', 'lock:holder', 'lock:readers', 'lock:writers-waiting'],
+    ['t', 1_000, 60, 'id', '', 0],
   );
   const released: 0 | 1 = await releaseScript.run(
     client,
@@ -25,7 +25,7 @@ export async function accepted(): Promise<void> {
   );
   const fair: number | [number, number] = await fairAcquireScript.run(
     client,
-    ['lock', 'fence', 'queue', 'waiters', 'holder', 'waiter-ids'],
+    ['lock', 'fence', 'queue', 'waiters', 'holder', 'waiter-ids', 'readers'],
     ['t', 1_000, '1', 5_000, 60, 'id'],
   );
   const renewed: (0 | 1)[] = await renewManyScript.run(
@@ -37,12 +37,13 @@ export async function accepted(): Promise<void> {
 }
 
 export async function refused(): Promise<void> {
+  const keys = ['l', 'l:fence', 'l:holder', 'l:readers', 'l:writers-waiting'] as const;
   // @ts-expect-error the fence counter key is missing
-  await acquireScript.run(client, ['lock', 'lock:holder'], ['t', 1_000, 60, 'id']);
+  await acquireScript.run(client, ['lock', 'lock:holder'], ['t', 1_000, 60, 'id', '', 0]);
   // @ts-expect-error one argument too many
-  await acquireScript.run(client, ['l', 'l:fence', 'l:holder'], ['t', 1_000, 60, 'id', 'x']);
+  await acquireScript.run(client, keys, ['t', 1_000, 60, 'id', '', 0, 'x']);
   // @ts-expect-error the lease and the token swapped
-  await acquireScript.run(client, ['lock', 'lock:fence', 'lock:holder'], [1_000, 't', 60, 'id']);
+  await acquireScript.run(client, keys, [1_000, 't', 60, 'id', '', 0]);
   // @ts-expect-error not a publish command
   await releaseScript.run(client, ['lock', 'lock:holder'], ['t', 'SET', 'channel']);
   // @ts-expect-error the fence retention comes first
@@ -50,8 +51,8 @@ export async function refused(): Promise<void> {
   // @ts-expect-error a fence is a number, not a string reply
   const fence: string = await acquireScript.run(
     client,
-    ['lock', 'lock:fence', 'lock:holder'],
-    ['t', 1_000, 60, 'id'],
+    ['lock', 'lock:fence', 'lock:holder', 'lock:readers', 'lock:writers-waiting'],
+    ['t', 1_000, 60, 'id', '', 0],
   );
   void fence;
 }

@@ -1,0 +1,132 @@
+import type { LockRedisKeys } from '../keys/lock-keys';
+import type { AcquireTry } from './lock-backend';
+import type { MemoryKeyspace } from './memory-keyspace';
+import type { MemoryPubSubHub } from './memory-pubsub';
+
+/** Entries with a deadline each (readers' shares, waiting writers), and the key's own expiry. */
+interface Deadlines {
+  entries: Map<string, number>;
+  expiresAt: number;
+}
+
+/**
+ * Read-write locks in the in-memory backend, as the Lua scripts keep them on Redis: the readers'
+ * shares (token → lease end), the writers waiting (call id → entry end), each set living as
+ * long as its latest entry. An entry lapses in the millisecond its deadline is reached, as the
+ * scripts' `ZREMRANGEBYSCORE -inf now` drops it.
+ */
+export class MemorySharedLeases {
+  private readonly readers = new Map<string, Deadlines>();
+  private readonly writers = new Map<string, Deadlines>();
+
+  constructor(
+    private readonly keys: MemoryKeyspace,
+    private readonly hub: MemoryPubSubHub,
+  ) {}
+
+  /** A reader's try: the fence counter as it stands, or -(ms until worth trying again). */
+  acquire(keys: LockRedisKeys, token: string, ttl: number): number {
+    const now = this.keys.now();
+    const mine = this.live(this.readers, keys.readers).get(token);
+    if (!(mine !== undefined && mine > now)) {
+      const writer = this.keys.lease(keys);
+      if (writer) return -this.keys.pttlOf(writer);
+      const waiting = this.latest(this.writers, keys.writersWaiting);
+      if (waiting !== undefined) return -(waiting - now);
+      const queue = this.keys.queue(keys);
+      if (queue) return -Math.max(1, this.keys.pttlOf(queue));
+    }
+    this.put(this.readers, keys.readers, token, now + ttl, ttl);
+    return this.keys.readFence(keys, ttl);
+  }
+
+  /** Until when (keyspace clock) the last live reader's share runs, or undefined when none. */
+  readersUntil(keys: LockRedisKeys): number | undefined {
+    return this.latest(this.readers, keys.readers);
+  }
+
+  /**
+   * A writer refused (by readers, or by another writer while it waits): enters or refreshes its
+   * entry when it will wait with priority, and says how long until its next try is due.
+   */
+  refused(keys: LockRedisKeys, retry: number, how: AcquireTry | undefined, byReaders: boolean) {
+    const writer = how?.waitingWriter;
+    const entries = this.live(this.writers, keys.writersWaiting);
+    if (!writer || !(byReaders || entries.has(writer.id))) return retry > 0 ? -retry : 0;
+    const now = this.keys.now();
+    this.put(this.writers, keys.writersWaiting, writer.id, now + writer.entryMs, writer.entryMs);
+    writer.entered();
+    const due = Math.min(retry, Math.floor(writer.entryMs / 3));
+    return due > 0 ? -due : 0;
+  }
+
+  /** A writer was granted the key: it no longer waits. */
+  granted(keys: LockRedisKeys, how: AcquireTry | undefined): void {
+    const id = how?.waitingWriter?.id;
+    if (id !== undefined) this.remove(this.writers, keys.writersWaiting, id);
+  }
+
+  extend(keys: LockRedisKeys, token: string, ms: number): boolean {
+    const now = this.keys.now();
+    const share = this.live(this.readers, keys.readers).get(token);
+    if (share === undefined) return false;
+    if (share <= now) {
+      this.remove(this.readers, keys.readers, token);
+      return false;
+    }
+    this.put(this.readers, keys.readers, token, now + ms, ms);
+    this.keys.readFence(keys, ms);
+    return true;
+  }
+
+  release(keys: LockRedisKeys, token: string): boolean {
+    const share = this.live(this.readers, keys.readers).get(token);
+    if (share === undefined) return false;
+    this.remove(this.readers, keys.readers, token);
+    if (this.latest(this.readers, keys.readers) === undefined) {
+      this.hub.publish(keys.channel, `wake-all:${token}`);
+    }
+    return share > this.keys.now();
+  }
+
+  leaveWriters(keys: LockRedisKeys, id: string): void {
+    if (!this.live(this.writers, keys.writersWaiting).has(id)) return;
+    this.remove(this.writers, keys.writersWaiting, id);
+    this.hub.publish(keys.channel, `wake-all:${id}`);
+  }
+
+  /** The entries under `name`, none when the set expired (deleted on the way). */
+  private live(sets: Map<string, Deadlines>, name: string): Map<string, number> {
+    const set = sets.get(name);
+    if (set && this.keys.now() > set.expiresAt) sets.delete(name);
+    return sets.get(name)?.entries ?? new Map<string, number>();
+  }
+
+  /** Drops the lapsed entries under `name`; the latest deadline left, if any. */
+  private latest(sets: Map<string, Deadlines>, name: string): number | undefined {
+    const now = this.keys.now();
+    let latest: number | undefined;
+    for (const [member, deadline] of this.live(sets, name)) {
+      if (deadline <= now) this.remove(sets, name, member);
+      else latest = Math.max(latest ?? deadline, deadline);
+    }
+    return latest;
+  }
+
+  /** ZADD, and the set lives at least `ms` more (never shortened). */
+  private put(sets: Map<string, Deadlines>, name: string, member: string, at: number, ms: number) {
+    const now = this.keys.now();
+    this.live(sets, name);
+    const set = sets.get(name) ?? { entries: new Map<string, number>(), expiresAt: now + ms };
+    set.entries.set(member, at);
+    set.expiresAt = Math.max(set.expiresAt, now + ms);
+    sets.set(name, set);
+  }
+
+  /** ZREM; Redis deletes an emptied set. */
+  private remove(sets: Map<string, Deadlines>, name: string, member: string): void {
+    const set = sets.get(name);
+    set?.entries.delete(member);
+    if (set?.entries.size === 0) sets.delete(name);
+  }
+}

@@ -1,0 +1,56 @@
+import { LuaScript } from './lua-script';
+import { coverLua, readFenceLua } from './read-fence.lua';
+
+/**
+ * A reader's try for its share of a read-write lock, in one round trip. Refused while a writer
+ * holds the key, while a writer waits for it (writer priority: a live entry in the writers'
+ * waiting set), or while fair mode's queue of writers exists. Granted: the token joins the
+ * readers (scored with its lease end on Redis' clock), lapsed shares of crashed readers are
+ * dropped on the way, and the readers key lives at least as long as the new lease.
+ * Keys: the lock (the writer's lease), the readers, the writers waiting, fair mode's queue, the
+ * fence counter (all in one hash slot).
+ * Args: the token, the lease in ms, how long (ms) the fence counter outlives the lease.
+ * Returns the fence counter as it stands (> 0: see readFenceLua) when granted, or -(ms until
+ * another try is worth it) when refused: the writer's lease left, or when the waiting writer's
+ * entry would lapse, or the queue's.
+ */
+export const readAcquireScript = new LuaScript<
+  readonly [
+    lockKey: string,
+    readersKey: string,
+    writersWaitingKey: string,
+    queueKey: string,
+    fenceKey: string,
+  ],
+  readonly [token: string, leaseMs: number, fenceRetentionMs: number],
+  number
+>(
+  'read-acquire',
+  `
+local lockKey, readersKey, waitingKey, queueKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local token, leaseMs, fenceRetentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local clock = redis.call('TIME')
+local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
+local mine = redis.call('ZSCORE', readersKey, token)
+if not (mine and tonumber(mine) > now) then
+  -- Not a re-send of our own grant (ioredis re-sends after a reset): check who is in the way.
+  local pttl = redis.call('PTTL', lockKey)
+  if pttl ~= -2 then
+    if pttl < 0 then pttl = 0 end
+    return -pttl
+  end
+  if redis.call('EXISTS', waitingKey) == 1 then
+    redis.call('ZREMRANGEBYSCORE', waitingKey, '-inf', now)
+    local last = redis.call('ZRANGE', waitingKey, -1, -1, 'WITHSCORES')[2]
+    if last then return -(tonumber(last) - now) end
+  end
+  if redis.call('EXISTS', queueKey) == 1 then
+    return -math.max(1, redis.call('PTTL', queueKey))
+  end
+  redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
+end
+redis.call('ZADD', readersKey, now + leaseMs, token)
+${coverLua('readersKey', 'leaseMs')}${readFenceLua('fenceKey', 'clock', 'leaseMs + fenceRetentionMs')}
+return fence
+`,
+);
