@@ -18,7 +18,7 @@ export async function acquireAllOnRedis(
   keys: readonly LockRedisKeys[],
   tokens: readonly string[],
 ): Promise<AcquireAllReply> {
-  const names = keys.flatMap((k) => [k.lock, k.fence, k.holder]);
+  const names = keys.flatMap((k) => [k.lock, k.fence, k.holder, k.readers]);
   const [granted = 0, ...rest] = await acquireAllScript.run(call.client, names, [
     call.ttl,
     call.fenceRetention,

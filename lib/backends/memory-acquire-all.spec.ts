@@ -1,3 +1,4 @@
+import { SHARED } from '../keys/lease-kind';
 import { lockRedisKeys } from '../keys/lock-keys';
 import { MemoryLockBackend } from './memory.backend';
 
@@ -31,6 +32,18 @@ describe('MemoryLockBackend.acquireAll (fake timers drive its clock)', () => {
       retryAfterMs: 600,
     });
     expect([backend.holder(a), backend.holder(b)]).toEqual([undefined, undefined]);
+  });
+
+  it('counts live readers of a lock as busy, until their last share ends', async () => {
+    await backend.acquire(lockRedisKeys('lock:', 'b', SHARED), 'reader', 1_000);
+    jest.advanceTimersByTime(300);
+    expect(await backend.acquireAll([a, b], ['t1', 't2'], 1_000)).toEqual({
+      busy: 1,
+      retryAfterMs: 700,
+    });
+    expect(backend.holder(a)).toBeUndefined();
+    jest.advanceTimersByTime(701);
+    expect(await backend.acquireAll([a, b], ['t1', 't2'], 1_000)).toHaveProperty('fences');
   });
 
   it('answers a re-sent grant with the same fences', async () => {

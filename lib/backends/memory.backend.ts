@@ -95,18 +95,27 @@ export class MemoryLockBackend implements FairLockBackend {
     });
   }
 
-  /** All or none, as the script does: the first busy lock (and its PTTL) means nothing written. */
+  /**
+   * All or none, as the script does: the first busy lock — held by another token, or by live
+   * readers — and the ms until it may free mean nothing written.
+   */
   acquireAll(
     keys: readonly LockRedisKeys[],
     tokens: readonly string[],
     ttl: number,
   ): Promise<AcquireAllReply> {
     return this.command((): AcquireAllReply => {
-      const busy = keys.findIndex((k, i) => {
+      const now = this.keys.now();
+      const busyFor = (k: LockRedisKeys, token: string | undefined): number | undefined => {
         const holder = this.keys.lease(k);
-        return holder !== undefined && holder.token !== tokens[i];
-      });
-      if (busy >= 0) return { busy, retryAfterMs: this.keys.pttlOf(this.keys.lease(keys[busy]!)!) };
+        if (holder !== undefined && holder.token !== token) return this.keys.pttlOf(holder);
+        const readersUntil = this.shared.readersUntil(k);
+        return readersUntil === undefined ? undefined : Math.max(0, readersUntil - now);
+      };
+      for (const [i, k] of keys.entries()) {
+        const retryAfterMs = busyFor(k, tokens[i]);
+        if (retryAfterMs !== undefined) return { busy: i, retryAfterMs };
+      }
       const fences = keys.map((k, i) => {
         if (this.keys.lease(k)) return this.keys.fence(k); // ours: a re-sent command
         this.keys.setLease(k, tokens[i]!, ttl, this.instanceId);

@@ -6,12 +6,15 @@ import { LuaScript } from './lua-script';
  * Acquires several locks in one atomic step: all of them, or none. Used on one Redis (and on a
  * Cluster when every lock hashes to one slot), where a single script sees every key at once, so
  * two callers asking for overlapping keys in any order can never each hold a part.
- * Keys: for each lock, in order, its lock key, its fence counter and its holder record (3 each).
+ * Keys: for each lock, in order, its lock key, its fence counter, its holder record and its
+ * readers (the shares of a read-write lock's readers, which exclude a writer as a holder does):
+ * 4 each.
  * Args: the lease in ms, how long (ms) a fence counter outlives its lease, the holder's instance
  * id, then one token per lock (each lease keeps its own, so a release message names one lease).
  * Returns {1, fence₁, …, fenceₙ} when all are granted (or were already ours: a re-sent command
- * whose first reply was lost), else {0, i, PTTL of lock i}: the first busy lock (1-based), and
- * how long its holder's lease still runs — nothing is written then.
+ * whose first reply was lost), else {0, i, ms}: the first busy lock (1-based), and how long its
+ * holder's lease (or its last live reader's) still runs — nothing is written then, except that
+ * readers' lapsed shares are dropped.
  */
 export const acquireAllScript = new LuaScript<
   readonly string[],
@@ -21,18 +24,27 @@ export const acquireAllScript = new LuaScript<
   'acquire-all',
   `
 local leaseMs, fenceRetentionMs, instanceId = ARGV[1], ARGV[2], ARGV[3]
-local count = #KEYS / 3
+local count = #KEYS / 4
 for i = 1, count do
-  local current = redis.call('GET', KEYS[3 * i - 2])
+  local lockKey, readersKey = KEYS[4 * i - 3], KEYS[4 * i]
+  local current = redis.call('GET', lockKey)
   if current and current ~= ARGV[3 + i] then
-    local pttl = redis.call('PTTL', KEYS[3 * i - 2])
+    local pttl = redis.call('PTTL', lockKey)
     if pttl < 0 then pttl = 0 end
     return { 0, i, pttl }
+  end
+  if not current and redis.call('EXISTS', readersKey) == 1 then
+    -- Readers hold it: busy until the last live one's lease ends (lapsed shares do not count).
+    local t = redis.call('TIME')
+    local now = t[1] * 1000 + math.floor(t[2] / 1000)
+    redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
+    local last = redis.call('ZRANGE', readersKey, -1, -1, 'WITHSCORES')[2]
+    if last then return { 0, i, math.max(0, tonumber(last) - now) } end
   end
 end
 local fences = { 1 }
 for i = 1, count do
-  local lockKey, fenceKey, holderKey = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local lockKey, fenceKey, holderKey = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1]
   local token = ARGV[3 + i]
   if redis.call('GET', lockKey) == token and redis.call('EXISTS', fenceKey) == 1 then
     -- Ours already: this command ran before and its reply was lost. Keep the fence it got.

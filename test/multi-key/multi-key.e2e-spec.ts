@@ -51,9 +51,23 @@ describe('acquire([...]) on one Redis', () => {
     await expect(locks.acquire(['m4:a', ''])).rejects.toThrow(LockKeyError);
     const semaphore = { permits: 2 } as AcquireOptions;
     await expect(locks.acquire(['m4:a', 'm4:b'], semaphore)).rejects.toThrow(RedisLockConfigError);
-    const reader = { mode: 'read' } as AcquireOptions;
-    await expect(locks.tryAcquire(['m4:a'], reader)).rejects.toThrow(RedisLockConfigError);
+    await expect(locks.tryAcquire(['m4:a'], { mode: 'read' })).rejects.toThrow(
+      RedisLockConfigError,
+    );
     expect(await redis.exists(keyOf('m4:a'))).toBe(0);
+  });
+
+  it('counts a read lock on one of the keys as busy: takes none, and gets in once the reader left', async () => {
+    const reader = await other.acquire('mr:b', { mode: 'read' });
+    const busy = await locks.tryAcquire(['mr:a', 'mr:b']);
+    expect(busy).toBeNull();
+    expect(await redis.exists(keyOf('mr:a'), keyOf('mr:b'))).toBe(0);
+    const waiting = locks.acquire(['mr:a', 'mr:b'], { wait: 5_000 });
+    await sleep(100);
+    await reader.release();
+    const lock = await waiting;
+    expect(lock.keys).toEqual(['mr:a', 'mr:b']);
+    await lock.release();
   });
 
   it('takes none of the keys when one is busy, and names that one', async () => {
