@@ -4,7 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import type { LockSource } from '../locking/lock-source';
-import { lockSourceFor } from '../locking/public-lock-source';
+import { isInternalLockSource, lockSourceFor } from '../locking/public-lock-source';
 import { readWriteRequest } from '../options/read-write-options';
 import { LockService } from '../service/lock.service';
 import { warnIfEventsDrop } from '../transports/messages/event-handlers';
@@ -90,7 +90,8 @@ export class LockedExplorer implements OnModuleInit {
         assertRoutePlaceholders(spec, wrapper.metatype ?? prototype.constructor, method);
       }
       // Read locks on Redlock, writer priority off in fair mode: refused now, not at a first call.
-      readWriteRequest(spec.options, this.locks.options);
+      // (A test double in LockService's place has no such module options: nothing to refuse.)
+      if (isInternalLockSource(this.locks)) readWriteRequest(spec.options, this.locks.options);
       if (isController) {
         warnIfEventsDrop(
           method,
