@@ -72,21 +72,28 @@ export async function acquireAllAtOnce(
       const { channel } = entries[outcome.busy]!.redisKeys;
       const timeout = Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow()));
       const waiter = await notifier.register(channel, timeout, signal);
+      // Set when this call stops waiting on `channel` without taking its key.
+      let leaving = true;
       try {
         outcome = await attempt();
-        if (outcome instanceof MultiLock) return { lock: outcome };
+        if (outcome instanceof MultiLock) {
+          leaving = false;
+          return { lock: outcome };
+        }
         const remaining = deadline - monotonicNow();
         // Another key busy now: subscribe to that one before sleeping.
         if (remaining > 0 && entries[outcome.busy]!.redisKeys.channel === channel) {
           const jitter = Math.random() * options.retryJitter;
           await waiter.sleep(Math.min(outcome.retryAfterMs + jitter, remaining), signal);
+          leaving = false;
         }
-      } catch (error) {
-        notifier.unregister(waiter);
-        notifier.passOn(channel); // a wake-up this waiter may have taken goes to another
-        throw error;
       } finally {
         notifier.unregister(waiter);
+        // A release wakes one waiter per process. The wake-up for this key that led here (or
+        // arrived during the try) goes to another waiter, or it sleeps to its fallback while the
+        // key is free: this call is leaving the key (another is busy, the budget is spent, an
+        // error). One spurious pass-on costs the next waiter one busy try.
+        if (leaving) notifier.passOn(channel);
       }
     }
   } finally {

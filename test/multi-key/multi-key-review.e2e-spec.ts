@@ -1,0 +1,38 @@
+/**
+ * Review findings on multi-key locks (one Redis): each test failed on the code before its fix.
+ */
+import { LockNotAcquiredError } from 'nestjs-redis-lock';
+import { onSharedRedis } from '../support/lock-services';
+import { now, sleep } from '../support/time';
+
+const { services } = onSharedRedis('multi-key-review');
+const locks = services.create({ ttl: 20_000 });
+const other = services.create({ ttl: 20_000 });
+
+describe('multi-key wake-ups', () => {
+  it('passes on a wake-up it took for a key it then stopped waiting on (another key is busy)', async () => {
+    // Both keys held elsewhere, with long leases: a waiter's fallback timer is far past its budget.
+    const heldA = await other.acquire('wk1:a');
+    const heldB = await other.acquire('wk1:b');
+    // The multi-key call waits on `a` (the first busy key in lock order) and is the longest waiter.
+    const multi = locks.acquire(['wk1:a', 'wk1:b'], { wait: 30_000 });
+    await sleep(200);
+    // A single-key call in the same process waits on `a` after it.
+    const single = locks.acquire('wk1:a', { wait: 15_000 }).catch((error: unknown) => error);
+    await sleep(200);
+    const releasedAt = now();
+    // `a` is released: one wake-up for this process, to the longest waiter — the multi-key call,
+    // which then finds `b` busy and moves on to wait for `b`. `a` is free: the single call must
+    // be woken and get it, not sleep to its fallback (its whole 15 s budget; the lease runs 20 s).
+    await heldA.release();
+    const got = await single;
+    expect(got).not.toBeInstanceOf(LockNotAcquiredError);
+    expect(now() - releasedAt).toBeLessThan(5_000);
+    if (got instanceof LockNotAcquiredError) throw got;
+    await (got as { release(): Promise<boolean> }).release();
+    await heldB.release();
+    const set = await multi; // `b` was released: the multi-key call gets the set now
+    expect(set.keys).toEqual(['wk1:a', 'wk1:b']);
+    await set.release();
+  });
+});
