@@ -1,7 +1,7 @@
 /**
  * Review findings on multi-key locks (one Redis): each test failed on the code before its fix.
  */
-import { LockNotAcquiredError } from 'nestjs-redis-lock';
+import { LockKeyError, LockNotAcquiredError } from 'nestjs-redis-lock';
 import { onSharedRedis } from '../support/lock-services';
 import { now, sleep } from '../support/time';
 
@@ -34,5 +34,23 @@ describe('multi-key wake-ups', () => {
     const set = await multi; // `b` was released: the multi-key call gets the set now
     expect(set.keys).toEqual(['wk1:a', 'wk1:b']);
     await set.release();
+  });
+});
+
+describe('bad keys inside a locked section', () => {
+  it('are refused with LockKeyError, as outside one (not a TypeError, not LockReentryError)', async () => {
+    const bad = (keys: unknown) => keys as string[];
+    const refusals = async () => [
+      await locks.withLock(bad(['bk1:a', 42]), () => 1).catch((error: unknown) => error),
+      await locks.withLock(['bk1:a', ''], () => 1).catch((error: unknown) => error),
+      await locks.withLock(bad(['bk1:a', 'x'.repeat(10_000)]), () => 1).catch((e: unknown) => e),
+      await locks.withLock(bad(42) as unknown as string, () => 1).catch((e: unknown) => e),
+    ];
+    // The control: outside any lock, each is a LockKeyError.
+    for (const error of await refusals()) expect(error).toBeInstanceOf(LockKeyError);
+    // Inside a section holding bk1:a (and bk1:b), the same calls must fail the same way.
+    await locks.withLock(['bk1:a', 'bk1:b'], async () => {
+      for (const error of await refusals()) expect(error).toBeInstanceOf(LockKeyError);
+    });
   });
 });
