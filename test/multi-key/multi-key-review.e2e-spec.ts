@@ -5,7 +5,7 @@ import { LockKeyError, LockNotAcquiredError } from 'nestjs-redis-lock';
 import { onSharedRedis } from '../support/lock-services';
 import { now, sleep } from '../support/time';
 
-const { services } = onSharedRedis('multi-key-review');
+const { services, redis, keyOf } = onSharedRedis('multi-key-review');
 const locks = services.create({ ttl: 20_000 });
 const other = services.create({ ttl: 20_000 });
 
@@ -52,5 +52,26 @@ describe('bad keys inside a locked section', () => {
     await locks.withLock(['bk1:a', 'bk1:b'], async () => {
       for (const error of await refusals()) expect(error).toBeInstanceOf(LockKeyError);
     });
+  });
+});
+
+describe('the end of a multi-key wait', () => {
+  it('tries once more at its deadline, as a single-key wait does (a release message was lost)', async () => {
+    // The holders' keys vanish without a release message (deleted here; a lost message, a
+    // failover): each waiter sleeps to its fallback, capped by its budget, then tries again.
+    const single = await other.acquire('dl1:c');
+    const multi = await other.acquire('dl1:b');
+    const waitingOne = locks.acquire('dl1:c', { wait: 1_500 }).catch((e: unknown) => e);
+    const waitingSet = locks.acquire(['dl1:a', 'dl1:b'], { wait: 1_500 }).catch((e: unknown) => e);
+    await sleep(300);
+    await redis.del(keyOf('dl1:c'), keyOf('dl1:b'));
+    // The control: the single-key call's last try at its deadline finds the key free.
+    const one = await waitingOne;
+    expect(one).not.toBeInstanceOf(LockNotAcquiredError);
+    // So must the multi-key call's: every key is free at its deadline.
+    const set = await waitingSet;
+    expect(set).not.toBeInstanceOf(LockNotAcquiredError);
+    for (const lock of [one, set] as { release(): Promise<boolean> }[]) await lock.release?.();
+    await Promise.all([single.release(), multi.release()]);
   });
 });
