@@ -67,27 +67,37 @@ export async function acquireAllAtOnce(
   if (request.wait <= 0) return busyOutcome(outcome);
   context.waiting(1);
   try {
+    // A sleep ends at the deadline at the latest; the try after it is the call's last (as for a
+    // single key): a key freed without a release message is still found free then.
     for (;;) {
-      if (deadline - monotonicNow() <= 0) return busyOutcome(outcome);
       const { channel } = entries[outcome.busy]!.redisKeys;
       const timeout = Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow()));
       const waiter = await notifier.register(channel, timeout, signal);
+      // Set when this call stops waiting on `channel` without taking its key.
+      let leaving = true;
+      let remaining = 0;
       try {
         outcome = await attempt();
-        if (outcome instanceof MultiLock) return { lock: outcome };
-        const remaining = deadline - monotonicNow();
+        if (outcome instanceof MultiLock) {
+          leaving = false;
+          return { lock: outcome };
+        }
+        remaining = deadline - monotonicNow();
         // Another key busy now: subscribe to that one before sleeping.
         if (remaining > 0 && entries[outcome.busy]!.redisKeys.channel === channel) {
           const jitter = Math.random() * options.retryJitter;
           await waiter.sleep(Math.min(outcome.retryAfterMs + jitter, remaining), signal);
+          leaving = false;
         }
-      } catch (error) {
-        notifier.unregister(waiter);
-        notifier.passOn(channel); // a wake-up this waiter may have taken goes to another
-        throw error;
       } finally {
         notifier.unregister(waiter);
+        // A release wakes one waiter per process. The wake-up for this key that led here (or
+        // arrived during the try) goes to another waiter, or it sleeps to its fallback while the
+        // key is free: this call is leaving the key (another is busy, the budget is spent, an
+        // error). One spurious pass-on costs the next waiter one busy try.
+        if (leaving) notifier.passOn(channel);
       }
+      if (remaining <= 0) return busyOutcome(outcome);
     }
   } finally {
     context.waiting(-1);

@@ -1,8 +1,9 @@
 import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
 import { semaphoreMessages } from '../errors/semaphore-messages';
+import { assertLockKey } from '../keys/lock-keys';
 import { leaseKindOf } from '../options/permits-option';
 import type { Hold } from './holds';
-import type { LockSource } from './lock-source';
+import { isKeyList, type LockSource, type LockTarget } from './lock-source';
 
 /**
  * The name a call chain's frame keeps the hold of `key` under, for the kind of lease the call
@@ -28,4 +29,18 @@ export function assertSameLimit(hold: Hold, key: string, options: { permits?: nu
   if (kind?.type !== 'permit' || asked === undefined || kind.permits === asked) return;
   const message = semaphoreMessages.nestedLimitConflict(key, kind.permits, asked);
   throw new SemaphoreLimitConflictError(message, kind.permits, asked);
+}
+
+/**
+ * Whether `key` (each of them, for several) is a lock key a frame can hold. A bad key joins
+ * nothing: the acquire refuses it with `LockKeyError`, as it would outside any locked section,
+ * instead of a lookup failing with a `TypeError` or the rest of a set reading as "held in part".
+ */
+export function namesLocks(key: LockTarget, maxKeyLength: number): boolean {
+  try {
+    for (const one of isKeyList(key) ? key : [key]) assertLockKey(one, maxKeyLength);
+    return true;
+  } catch {
+    return false;
+  }
 }

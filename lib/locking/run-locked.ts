@@ -11,9 +11,9 @@ import { isKeyList, type LockSource, type LockTarget } from './lock-source';
 import { heldAllByChain } from './multi-key-holds';
 import { frameWith, lockContext, type LockFrame } from './lock-context';
 import { LockedCall } from './locked-call';
-import { lockSourceFor } from './public-lock-source';
+import { lockSourceFor, type ServiceLockSource } from './public-lock-source';
 import { HandleLease } from './handle-lease';
-import { assertSameLimit, frameKeyOf } from './lease-frames';
+import { assertSameLimit, frameKeyOf, namesLocks } from './lease-frames';
 import { LockUpgradeError } from '../errors/lock-upgrade.error';
 import { leaseKindOf } from '../options/permits-option';
 
@@ -198,11 +198,12 @@ async function endHold({ hold, call }: Subscribed): Promise<LockLostError | unde
  * once. Several keys join only a hold of all of them (`heldAllByChain`).
  */
 function joinHeld(
-  locks: LockSource,
+  locks: ServiceLockSource,
   key: LockTarget,
   options: RunLockedOptions,
   frame: LockFrame | undefined,
 ): Hold | undefined {
+  if (!frame || !namesLocks(key, locks.options.maxKeyLength)) return undefined;
   const held = isKeyList(key)
     ? heldAllByChain(key, (one) => heldByChain(locks, one, options, frame))
     : heldByChain(locks, key, options, frame);

@@ -75,3 +75,9 @@ it('runs the route under both keys, and answers 409 + Retry-After while one is h
     await held.release();
   }
 });
+
+it('moves nothing when both keys name one account (the keys collapse into one lock)', async () => {
+  const before = ledger.balances.get('ann')! + ledger.balances.get('bob')!;
+  await app.get(Transfers).move('ann', 'ann', 5);
+  expect(ledger.balances.get('ann')! + ledger.balances.get('bob')!).toBe(before);
+});
