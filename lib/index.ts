@@ -14,7 +14,7 @@ export type {
   ResolvedRedisLockOptions,
   StartupCheckMode,
 } from './options/redis-lock-options';
-export { LockService, type LockLostListener } from './service/lock.service';
+export { LockService } from './service/lock.service';
 export type { AcquireOptions, LockedOptions, WithLockOptions } from './options/lock-call-options';
 export type { ReadWriteMode } from './options/read-write-options';
 export type { LockHandle } from './engine/lock-handle';
@@ -25,6 +25,7 @@ export type {
   LockEventListener,
   LockEventName,
   LockEvents,
+  LockLostListener,
   LockReleasedEvent,
   LockRenewalFailedEvent,
 } from './engine/lock-events';

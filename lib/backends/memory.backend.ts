@@ -13,6 +13,8 @@ import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import type { EvictedLock, RawLockInfo } from './lock-info';
 import type { LockNamesPage } from './lock-scan';
 import { MemoryKeyspace, rawInfoOf } from './memory-keyspace';
+import { MemoryAcquireAll } from './memory-acquire-all';
+import { MemoryFairQueue } from './memory-fair';
 import { MemoryPermits } from './memory-permits';
 import { MemoryPubSubHub } from './memory-pubsub';
 
@@ -62,6 +64,10 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly permits: MemoryPermits;
   /** Read-write locks: the readers' shares and the writers waiting. */
   private readonly shared: MemorySharedLeases;
+  /** Fair mode: the queue of waiters and the hand-off. */
+  private readonly fair: MemoryFairQueue;
+  /** Multi-key locks: all or none. */
+  private readonly allOrNone: MemoryAcquireAll;
 
   constructor(options: MemoryLockBackendOptions = {}) {
     this.instanceId = options.instanceId ?? DEFAULT_OPTIONS.instanceId;
@@ -73,6 +79,8 @@ export class MemoryLockBackend implements FairLockBackend {
       this.hub.publish(channel, message),
     );
     this.shared = new MemorySharedLeases(this.keys, this.hub);
+    this.fair = new MemoryFairQueue(this.keys, this.shared, this.hub, this.instanceId);
+    this.allOrNone = new MemoryAcquireAll(this.keys, this.shared, this.instanceId);
   }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {
@@ -95,34 +103,9 @@ export class MemoryLockBackend implements FairLockBackend {
     });
   }
 
-  /**
-   * All or none, as the script does: the first busy lock — held by another token, or by live
-   * readers — and the ms until it may free mean nothing written.
-   */
-  acquireAll(
-    keys: readonly LockRedisKeys[],
-    tokens: readonly string[],
-    ttl: number,
-  ): Promise<AcquireAllReply> {
-    return this.command((): AcquireAllReply => {
-      const now = this.keys.now();
-      const busyFor = (k: LockRedisKeys, token: string | undefined): number | undefined => {
-        const holder = this.keys.lease(k);
-        if (holder !== undefined && holder.token !== token) return this.keys.pttlOf(holder);
-        const readersUntil = this.shared.readersUntil(k);
-        return readersUntil === undefined ? undefined : Math.max(0, readersUntil - now);
-      };
-      for (const [i, k] of keys.entries()) {
-        const retryAfterMs = busyFor(k, tokens[i]);
-        if (retryAfterMs !== undefined) return { busy: i, retryAfterMs };
-      }
-      const fences = keys.map((k, i) => {
-        if (this.keys.lease(k)) return this.keys.fence(k); // ours: a re-sent command
-        this.keys.setLease(k, tokens[i]!, ttl, this.instanceId);
-        return this.keys.nextFence(k, ttl);
-      });
-      return { fences };
-    });
+  /** All or none, as the script does (see MemoryAcquireAll). */
+  acquireAll(...args: Parameters<MemoryAcquireAll['acquire']>): Promise<AcquireAllReply> {
+    return this.command(() => this.allOrNone.acquire(...args));
   }
 
   /** One server: any keys. */
@@ -155,70 +138,12 @@ export class MemoryLockBackend implements FairLockBackend {
     });
   }
 
-  fairAcquire(
-    keys: LockRedisKeys,
-    token: string,
-    ttl: number,
-    queue: boolean,
-    waiterTtl: number,
-  ): Promise<FairAcquireReply> {
-    return this.command((): FairAcquireReply => {
-      const now = this.keys.now();
-      const waiting = this.keys.queue(keys);
-      // Drop waiters at the head that stopped refreshing their entry (crashed, or left silently).
-      for (const [waiter, entry] of waiting?.waiters ?? []) {
-        if (entry.expiresAt > now) break;
-        waiting?.waiters.delete(waiter);
-      }
-      const holder = this.keys.lease(keys);
-      if (holder?.token === token) {
-        return { ours: this.keys.fence(keys), pttl: this.keys.pttlOf(holder) };
-      }
-      const [head, headEntry] = waiting?.waiters.entries().next().value ?? [];
-      // A read-write lock's readers hold it: the head waits for the last one to leave.
-      const readersUntil = this.shared.readersUntil(keys);
-      if (!holder && readersUntil === undefined && (head === undefined || head === token)) {
-        this.keys.setLease(keys, token, ttl, this.instanceId);
-        waiting?.waiters.delete(token);
-        this.keys.dropQueueIfEmpty(keys);
-        return { granted: this.keys.nextFence(keys, ttl) };
-      }
-      // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
-      const retry = holder
-        ? this.keys.pttlOf(holder)
-        : (readersUntil ?? headEntry?.expiresAt ?? now) - now;
-      if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl, this.instanceId);
-      this.keys.dropQueueIfEmpty(keys);
-      return { retryAfterMs: Math.max(0, retry), fence: this.keys.fence(keys) };
-    });
+  fairAcquire(...args: Parameters<MemoryFairQueue['acquire']>): Promise<FairAcquireReply> {
+    return this.command(() => this.fair.acquire(...args));
   }
 
   fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.command(() => {
-      const waiting = this.keys.queue(keys);
-      waiting?.waiters.delete(token);
-      if (this.keys.lease(keys)?.token !== token) {
-        this.keys.dropQueueIfEmpty(keys);
-        return false;
-      }
-      this.keys.deleteLease(keys);
-      const now = this.keys.now();
-      for (const [head, entry] of waiting?.waiters ?? []) {
-        waiting?.waiters.delete(head);
-        if (entry.expiresAt <= now) continue; // lapsed: passed over
-        // No longer than the entry would have lived: a waiter that died since its last refresh
-        // holds the lock up for one entry lifetime at most.
-        const handoff = Math.max(1, Math.floor(Math.min(entry.lease, entry.expiresAt - now)));
-        this.keys.setLease(keys, head, handoff, entry.instanceId);
-        const fence = this.keys.nextFence(keys, handoff);
-        this.keys.dropQueueIfEmpty(keys);
-        this.hub.publish(keys.channel, `grant:${head}:${fence}`);
-        return true;
-      }
-      this.keys.dropQueueIfEmpty(keys);
-      this.hub.publish(keys.channel, token);
-      return true;
-    });
+    return this.command(() => this.fair.release(keys, token));
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {

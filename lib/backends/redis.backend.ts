@@ -15,13 +15,6 @@ import { clusterNodeOf } from '../redis/cluster-slot';
 import { createReleasePubSub, type ReleasePubSub } from '../redis/release-pubsub';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { clockDrift } from '../util/clock';
-import { acquireScript } from '../lua/acquire.script';
-import { extendScript } from '../lua/extend.script';
-import { fairAcquireScript } from '../lua/fair-acquire.script';
-import { fairReleaseScript } from '../lua/fair-release.script';
-import { forceReleaseScript } from '../lua/force-release.script';
-import { releaseScript } from '../lua/release.script';
-import { inspectScript } from '../lua/inspect.script';
 import { isShared, SharedLeases } from './shared-leases';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
@@ -34,10 +27,12 @@ import type {
   FairLockBackend,
   RenewableLease,
 } from './lock-backend';
-import { parseHolder, type EvictedLock, type RawLockInfo } from './lock-info';
+import type { EvictedLock, RawLockInfo } from './lock-info';
 import { scanLockNames, type LockNamesPage } from './lock-scan';
 import { renewInBatches } from './renew-batches';
 import { permitsOf, RedisPermits, renewByKind } from './redis-permits';
+import { ExclusiveLeases } from './redis-exclusive';
+import { RedisFairQueue } from './redis-fair';
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements FairLockBackend {
@@ -59,6 +54,10 @@ export class RedisBackend implements FairLockBackend {
   private readonly permits: RedisPermits;
   /** Readers' shares of read-write locks. */
   private readonly shared: SharedLeases;
+  /** Exclusive leases, the default kind. */
+  private readonly exclusive: ExclusiveLeases;
+  /** Fair mode's queue and hand-off. */
+  private readonly fair: RedisFairQueue;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -73,10 +72,19 @@ export class RedisBackend implements FairLockBackend {
     this.client = connection.client;
     this.cluster = isClusterClient(connection.client);
     this.keyPrefix = String(connection.client.options.keyPrefix ?? '');
-    this.permits = new RedisPermits(this.client, fenceRetention, () => ({
+    const publishing = () => ({
       publish: this.publish,
-      channel: (channel) => this.keyPrefix + channel,
-    }));
+      channel: (channel: string) => this.keyPrefix + channel,
+    });
+    this.permits = new RedisPermits(this.client, fenceRetention, publishing);
+    this.exclusive = new ExclusiveLeases(this.client, fenceRetention, instanceId, publishing);
+    this.fair = new RedisFairQueue(
+      this.client,
+      fenceRetention,
+      instanceId,
+      () => this.resets,
+      publishing,
+    );
     this.shared = new SharedLeases(
       this.client,
       fenceRetention,
@@ -102,24 +110,7 @@ export class RedisBackend implements FairLockBackend {
         ? this.shared.acquire(client, keys, token, ttl)
         : permitsOf(keys) !== undefined
           ? this.permits.acquire(client, keys, token, ttl)
-          : acquireScript
-              .run(
-                client,
-                [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
-                [
-                  token,
-                  ttl,
-                  this.fenceRetention,
-                  this.instanceId,
-                  writer?.id ?? '',
-                  writer?.entryMs ?? 0,
-                ],
-              )
-              .then((reply) => {
-                if (typeof reply === 'number') return reply;
-                writer?.entered();
-                return reply[0];
-              });
+          : this.exclusive.acquire(client, keys, token, ttl, writer);
     if (!this.acknowledged) return grant(this.client);
     return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
   }
@@ -145,12 +136,7 @@ export class RedisBackend implements FairLockBackend {
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
     if (isShared(keys)) return this.shared.extend(keys, token, ms);
     if (permitsOf(keys) !== undefined) return this.permits.extend(keys, token, ms);
-    const reply = await extendScript.run(
-      this.client,
-      [keys.lock, keys.fence, keys.holder],
-      [token, ms, this.fenceRetention],
-    );
-    return reply === 1;
+    return this.exclusive.extend(keys, token, ms);
   }
 
   renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
@@ -193,11 +179,7 @@ export class RedisBackend implements FairLockBackend {
       ? this.shared.release(keys, token)
       : (permitsOf(keys) !== undefined
           ? this.permits.release(keys, token)
-          : releaseScript.run(
-              this.client,
-              [keys.lock, keys.holder],
-              [token, this.publish, this.keyPrefix + keys.channel],
-            )
+          : this.exclusive.release(keys, token)
         ).then((reply) => reply === 1);
     return sent.then((deleted) => {
       if (!deleted && this.resets !== resetsBefore) {
@@ -209,37 +191,12 @@ export class RedisBackend implements FairLockBackend {
     });
   }
 
-  async fairAcquire(
-    keys: LockRedisKeys,
-    token: string,
-    ttl: number,
-    queue: boolean,
-    waiterTtl: number,
-  ): Promise<FairAcquireReply> {
-    const reply = await fairAcquireScript.run(
-      this.client,
-      [...this.fairKeys(keys), keys.readers],
-      [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention, this.instanceId],
-    );
-    if (!Array.isArray(reply)) return { granted: reply };
-    const [first, second] = reply;
-    return first > 0 ? { ours: first, pttl: second } : { retryAfterMs: -first, fence: second };
+  fairAcquire(...args: Parameters<RedisFairQueue['acquire']>): Promise<FairAcquireReply> {
+    return this.fair.acquire(...args);
   }
 
-  async fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    const resetsBefore = this.resets;
-    const released =
-      (await fairReleaseScript.run(this.client, this.fairKeys(keys), [
-        token,
-        this.publish,
-        this.fenceRetention,
-        this.keyPrefix + keys.channel,
-      ])) === 1;
-    // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
-    if (!released && this.resets !== resetsBefore) {
-      throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
-    }
-    return released;
+  fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
+    return this.fair.release(keys, token);
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
@@ -248,24 +205,12 @@ export class RedisBackend implements FairLockBackend {
 
   async evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
     if (permitsOf(keys) !== undefined) return this.permits.evict(keys, true);
-    const [deleted, fence = 0, record] = await forceReleaseScript.run(
-      this.client,
-      [keys.lock, keys.fence, keys.holder],
-      [this.publish, this.keyPrefix + keys.channel],
-    );
-    if (deleted !== 1) return null;
-    const holder = parseHolder(record);
-    return holder ? { fence, holder } : { fence };
+    return this.exclusive.evict(keys);
   }
 
   async inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
     if (permitsOf(keys) !== undefined) this.permits.inspect(keys);
-    const [token, pttl, fence, holder, waiters] = await inspectScript.run(
-      this.client,
-      [keys.lock, keys.fence, keys.holder, keys.queue, keys.waiterIds],
-      [],
-    );
-    return { token, pttl, fence, holder, waiters };
+    return this.exclusive.inspect(keys);
   }
 
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage> {
@@ -291,11 +236,6 @@ export class RedisBackend implements FairLockBackend {
     // The client may be the app's own, outliving this backend: take back what we added to it.
     this.connection.client.off('close', this.onClose);
     this.pubSubCheck?.close();
-  }
-
-  /** Fair mode's keys of a lock, in the order its scripts read them. */
-  private fairKeys(keys: LockRedisKeys) {
-    return [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds] as const;
   }
 
   /** The command releases publish with now. */

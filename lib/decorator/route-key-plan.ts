@@ -1,43 +1,25 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { keyMessages } from '../errors/key-messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import {
-  readPath,
-  renderKeyTemplate,
-  type KeyTemplate,
-  type Placeholder,
-} from '../keys/key-template';
-import type { ParamBinding } from '../keys/param-names';
+import { readPath, renderKeyTemplate, type Placeholder } from '../keys/key-template';
 import { describe, namesHidden, suggestions, type Target } from './route-key-hints';
+import {
+  argumentReader,
+  payloadReader,
+  sourceReader,
+  type KeyReader,
+  type PlanContext,
+} from './route-key-readers';
+import type { RouteKeySpec } from './route-key-spec';
 import {
   handlerKind,
   handlerParameters,
   REQUEST_SOURCES,
   routeParams,
   type HandlerKind,
-  type HandlerParameter,
-  type RequestSource,
 } from './route-parameters';
 
-/** What a route key is planned from: the part of `LockedSpec`, which imports this file. */
-export interface RouteKeySpec {
-  /** `Class.method`, for messages. */
-  readonly where: string;
-  readonly template?: KeyTemplate;
-  /** `@Locked([...])`: one spec per key template. */
-  readonly members?: readonly RouteKeySpec[];
-  /** Parameter names → argument positions; `undefined` when the source could not be read. */
-  readonly params?: ReadonlyMap<string, ParamBinding>;
-  /** The class the method was declared on, and its name: where Nest keeps its parameter metadata. */
-  readonly owner: object;
-  readonly method: string | symbol;
-}
-
-/**
- * Reads one placeholder's value from the handler's (piped) arguments or, failing that, its call.
- * A resolver's readers read arguments only: a field resolver is called without a context.
- */
-type KeyReader = (args: readonly unknown[], context?: ExecutionContext) => unknown;
+export type { RouteKeySpec } from './route-key-spec';
 
 /** Where each placeholder of a route's template is read, decided once per handler kind. */
 type RoutePlan = ReadonlyMap<Placeholder, KeyReader>;
@@ -104,13 +86,6 @@ function planFor(spec: RouteKeySpec, kind: HandlerKind, controller: object, hand
   }
   byController.set(controller, { ...known, [kind]: plan });
   return plan;
-}
-
-interface PlanContext {
-  readonly spec: RouteKeySpec;
-  readonly kind: HandlerKind;
-  readonly parameters: readonly HandlerParameter[];
-  readonly routeParams?: ReadonlySet<string>;
 }
 
 function readerFor(placeholder: Placeholder, plan: PlanContext): KeyReader {
@@ -194,59 +169,3 @@ function targetsOf(root: string, plan: PlanContext): Target[] {
   }
   return [...found.values()].sort((a, b) => a.parameter.index - b.parameter.index);
 }
-
-function argumentReader({ parameter, path }: Target, rest: readonly string[]): KeyReader {
-  const inside = [
-    ...path,
-    ...(parameter.source === 'headers' && !parameter.field ? lower(rest) : rest),
-  ];
-  return (args) => readPath(args[parameter.index], inside);
-}
-
-/**
- * `<body.x>`, `<query.x>`, `<params.x>`, `<headers.x>`: the handler's parameter bound to that
- * field (or to the whole source) when it has one — the value after its pipes — else the request
- * as it arrived. `<user.x>` reads `request.user`, which guards set.
- */
-function sourceReader(
-  source: RequestSource,
-  [field, ...more]: readonly [string, ...string[]],
-  placeholder: Placeholder,
-  plan: PlanContext,
-): KeyReader {
-  const same = (name: string) =>
-    source === 'headers' ? name.toLowerCase() === field.toLowerCase() : name === field;
-  const bound = plan.parameters.filter((parameter) => parameter.source === source);
-  const exact = bound.find((parameter) => parameter.field !== undefined && same(parameter.field));
-  if (exact) return (args) => readPath(args[exact.index], more);
-  if (source === 'params' && plan.routeParams && !plan.routeParams.has(field)) {
-    throw new RedisLockConfigError(
-      keyMessages.unknownRouteParam(plan.spec.template!.source, placeholder.text, plan.spec.where, [
-        ...plan.routeParams,
-      ]),
-    );
-  }
-  const path = source === 'headers' ? [field.toLowerCase(), ...more] : [field, ...more];
-  const whole = bound.find((parameter) => parameter.field === undefined);
-  if (whole) return (args) => readPath(args[whole.index], path);
-  return (_args, context) =>
-    readPath(context!.switchToHttp().getRequest<Record<string, unknown>>()[source], path);
-}
-
-/** A message's payload: the handler's whole-payload parameter (piped) if any, else the message. */
-function payloadReader(path: readonly string[], plan: PlanContext): KeyReader {
-  const whole = plan.parameters.find(
-    (parameter) => parameter.source === 'payload' && !parameter.field,
-  );
-  if (whole) return (args) => readPath(args[whole.index], path);
-  return (_args, context) =>
-    readPath(
-      context!.getType() === 'rpc'
-        ? context!.switchToRpc().getData()
-        : context!.switchToWs().getData(),
-      path,
-    );
-}
-
-const lower = ([first, ...rest]: readonly string[]): string[] =>
-  first === undefined ? [] : [first.toLowerCase(), ...rest];

@@ -50,9 +50,9 @@ describe('LockEngine on a backend it is given', () => {
     const first = await engine.acquire(request);
     expect('lock' in first && first.lock.fence).toBe(1);
     expect(await engine.acquire(request)).toEqual({ retryAfterMs: 10_000, waited: 0 });
-    expect(await engine.isLocked('k')).toBe(true);
+    expect(await engine.inspection.isLocked('k')).toBe(true);
     if ('lock' in first) expect(await first.lock.release()).toBe(true);
-    expect(await engine.isLocked('k')).toBe(false);
+    expect(await engine.inspection.isLocked('k')).toBe(false);
     await engine.close();
   });
 

@@ -11,6 +11,7 @@ import type { ConnectionWatch } from '../redis/connection-watch';
 import type { AcquireContext } from './acquire-context';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
 import { BackgroundCleanups } from './background-cleanups';
+import { CallsInProgress } from './calls-in-progress';
 import { boundedCommand } from './command-errors';
 import { fairBackendOf, noConnections, type EngineBackend } from './engine-backend';
 import { LockInspection } from './lock-inspection';
@@ -63,7 +64,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   /** During the shutdown grace: ends the wait once the last held lock is released or lost. */
   private whenIdle?: () => void;
   /** Acquire calls in progress, which close() waits for before it closes the connection. */
-  private readonly calls = new Set<Promise<unknown>>();
+  private readonly calls = new CallsInProgress();
 
   /**
    * Runs on the backend `createBackend(options)` opens, unless given one (a unit test's fake,
@@ -108,33 +109,15 @@ export class LockEngine implements LockOperations<HeldLock> {
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const exclusive = (request.kind?.type ?? 'exclusive') === 'exclusive';
     const acquirer = exclusive ? (this.fair ?? this.plain) : this.plain;
-    return this.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
+    return this.calls.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
   }
 
   /** Multi-key: all of `request.keys` or none, in one global order (see `MultiAcquirer`). */
   acquireMany(request: MultiAcquireRequest): Promise<MultiAcquireOutcome> {
     const run = () => this.multi.acquire(request);
     // Taken one by one, each key is a single-key call of its own (tracked and reported as such).
-    return this.counted(this.multi.atOnce(request.keys) ? this.lifecycle.acquireMany(run) : run());
-  }
-
-  /** Counts `call` among the acquire calls in progress (close() waits for them). */
-  private counted<T>(call: Promise<T>): Promise<T> {
-    this.calls.add(call);
-    const forget = (): void => void this.calls.delete(call);
-    call.then(forget, forget);
-    return call;
-  }
-
-  async isLocked(key: string): Promise<boolean> {
-    return this.bounded(this.backend.isLocked(this.keysOf(key)), 'EXISTS', `lock "${key}"`);
-  }
-
-  async forceRelease(key: string): Promise<boolean> {
-    return this.bounded(
-      this.backend.forceRelease(this.keysOf(key)),
-      'force-release',
-      `lock "${key}"`,
+    return this.calls.counted(
+      this.multi.atOnce(request.keys) ? this.lifecycle.acquireMany(run) : run(),
     );
   }
 
@@ -229,7 +212,7 @@ export class LockEngine implements LockOperations<HeldLock> {
     for (const lock of left) lock.lose('shutdown');
     this.watchdog.stop();
     await Promise.allSettled(left.map((lock) => lock.release()));
-    await Promise.allSettled([...this.calls]);
+    await this.calls.settled();
     await this.cleanups.settled();
   }
 

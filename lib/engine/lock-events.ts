@@ -63,3 +63,9 @@ export type LockEventName = keyof LockEvents;
  * of the promise it returns is logged like a throw, never left unhandled.
  */
 export type LockEventListener<E extends LockEventName> = (...args: LockEvents[E]) => unknown;
+
+/**
+ * Listener of the `'lost'` event. What it returns is ignored, except that it may be async: a
+ * rejection of the promise it returns is logged like a throw, never left unhandled.
+ */
+export type LockLostListener = LockEventListener<'lost'>;

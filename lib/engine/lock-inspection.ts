@@ -52,6 +52,16 @@ export class LockInspection {
     return page.cursor === undefined ? { locks } : { locks, cursor: page.cursor };
   }
 
+  async isLocked(key: string): Promise<boolean> {
+    const keys = lockRedisKeys(this.prefix, key);
+    return this.bounded(this.backend.isLocked(keys), 'EXISTS', `lock "${key}"`);
+  }
+
+  async forceRelease(key: string): Promise<boolean> {
+    const keys = lockRedisKeys(this.prefix, key);
+    return this.bounded(this.backend.forceRelease(keys), 'force-release', `lock "${key}"`);
+  }
+
   /** Deletes `key`'s lock whoever holds it; resolves what it removed (null: it was free). */
   evict(key: string): Promise<EvictedLock | null> {
     const keys = lockRedisKeys(this.prefix, key);

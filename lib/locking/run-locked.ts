@@ -4,17 +4,15 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import type { WithLockOptions } from '../options/lock-call-options';
 import type { OnBusyPolicy } from '../options/redis-lock-options';
-import { assertMaxHold } from '../options/resolve-options';
 import type { HeldLease } from './held-lease';
 import { Hold, releaseQuietly } from './holds';
 import { isKeyList, type LockSource, type LockTarget } from './lock-source';
-import { heldAllByChain } from './multi-key-holds';
-import { frameWith, lockContext, type LockFrame } from './lock-context';
+import { joinHeld } from './join-held';
+import { frameWith, lockContext } from './lock-context';
 import { LockedCall } from './locked-call';
-import { lockSourceFor, type ServiceLockSource } from './public-lock-source';
+import { lockSourceFor } from './public-lock-source';
 import { HandleLease } from './handle-lease';
-import { assertSameLimit, frameKeyOf, namesLocks } from './lease-frames';
-import { LockUpgradeError } from '../errors/lock-upgrade.error';
+import { frameKeyOf } from './lease-frames';
 import { leaseKindOf } from '../options/permits-option';
 
 /** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
@@ -190,50 +188,6 @@ async function endHold({ hold, call }: Subscribed): Promise<LockLostError | unde
   if (!call.busy) hold.handle.end();
   await call.drain();
   return hold.end();
-}
-
-/**
- * Another hold on the lock of `key` this chain already holds, if re-entrancy applies. Its
- * `maxHold` is checked as a fresh acquire checks it: a bound a timer cannot wait would fire at
- * once. Several keys join only a hold of all of them (`heldAllByChain`).
- */
-function joinHeld(
-  locks: ServiceLockSource,
-  key: LockTarget,
-  options: RunLockedOptions,
-  frame: LockFrame | undefined,
-): Hold | undefined {
-  if (!frame || !namesLocks(key, locks.options.maxKeyLength)) return undefined;
-  const held = isKeyList(key)
-    ? heldAllByChain(key, (one) => heldByChain(locks, one, options, frame))
-    : heldByChain(locks, key, options, frame);
-  if (!held) return undefined;
-  if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
-  return held.join(options.maxHold);
-}
-
-/**
- * This chain's running hold of `key` through `locks`, if re-entrancy applies. A read re-uses a
- * write or a read the chain holds; a write inside a read is refused (`LockUpgradeError`), with
- * re-entrancy off too: the writer would wait for every reader, the chain's own read included.
- */
-function heldByChain(
-  locks: LockSource,
-  key: string,
-  options: RunLockedOptions,
-  frame: LockFrame | undefined,
-): Hold | undefined {
-  if (!frame) return undefined;
-  const hold = frame.held.get(frameKeyOf(locks, key, options));
-  if (!hold || hold.lock.owner !== locks.engine || !hold.active) return undefined;
-  // A write under a read of the same chain would wait for itself: refused at once, re-entrant
-  // or not.
-  if (hold.lock.redisKeys.kind?.type === 'shared' && options.mode !== 'read') {
-    throw new LockUpgradeError(key);
-  }
-  if (!(options.reentrant ?? locks.options.reentrant)) return undefined;
-  assertSameLimit(hold, key, options);
-  return hold;
 }
 
 async function acquireOrSkip(

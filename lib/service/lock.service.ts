@@ -14,26 +14,14 @@ import { assertLockKey } from '../keys/lock-keys';
 import { isKeyList, type LockSource } from '../locking/lock-source';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
-import { heldOrNull, heldOrThrow, multiKeys } from './multi-key-request';
-import { readWriteRequest } from '../options/read-write-options';
+import { heldOrNull, heldOrThrow } from './multi-key-request';
+import { acquireMany, lockRequest } from './lock-request';
 import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
-import { leaseKindOf } from '../options/permits-option';
 import type {
   RedisLockModuleOptions,
   ResolvedRedisLockOptions,
 } from '../options/redis-lock-options';
-import {
-  assertMaxHold,
-  assertNonNegative,
-  assertPositive,
-  resolveOptions,
-} from '../options/resolve-options';
-
-/**
- * Listener of the `'lost'` event. What it returns is ignored, except that it may be async: a
- * rejection of the promise it returns is logged like a throw, never left unhandled.
- */
-export type LockLostListener = LockEventListener<'lost'>;
+import { assertPositive, resolveOptions } from '../options/resolve-options';
 
 /**
  * Distributed locks on Redis. Injected by `RedisLockModule`; usable on its own as
@@ -73,8 +61,8 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     key: string | readonly string[],
     options: AcquireOptions = {},
   ): Promise<LockHandle> {
-    if (isKeyList(key)) return heldOrThrow(await this.acquireMany(key, options));
-    const outcome = await this.engine.acquire(this.request(key, options));
+    if (isKeyList(key)) return heldOrThrow(await acquireMany(this.engine, key, options));
+    const outcome = await this.engine.acquire(lockRequest(this.options, key, options));
     if ('lock' in outcome) return outcome.lock;
     throw new LockNotAcquiredError(key, outcome.waited, outcome.retryAfterMs);
   }
@@ -98,8 +86,11 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     key: string | readonly string[],
     options: Omit<AcquireOptions, 'wait'> = {},
   ): Promise<LockHandle | null> {
-    if (isKeyList(key)) return heldOrNull(await this.acquireMany(key, { ...options, wait: 0 }));
-    const outcome = await this.engine.acquire(this.request(key, { ...options, wait: 0 }));
+    if (isKeyList(key))
+      return heldOrNull(await acquireMany(this.engine, key, { ...options, wait: 0 }));
+    const outcome = await this.engine.acquire(
+      lockRequest(this.options, key, { ...options, wait: 0 }),
+    );
     return 'lock' in outcome ? outcome.lock : null;
   }
 
@@ -142,7 +133,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   /** Whether anyone holds `key` right now. */
   async isLocked(key: string): Promise<boolean> {
     assertLockKey(key, this.options.maxKeyLength);
-    return this.engine.isLocked(key);
+    return this.engine.inspection.isLocked(key);
   }
 
   /**
@@ -152,7 +143,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    */
   async forceRelease(key: string): Promise<boolean> {
     assertLockKey(key, this.options.maxKeyLength);
-    return this.engine.forceRelease(key);
+    return this.engine.inspection.forceRelease(key);
   }
 
   /**
@@ -251,27 +242,6 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   /** Closes the connections last, after the drain. Called by Nest, not by you. */
   onApplicationShutdown(): Promise<void> {
     return this.close();
-  }
-
-  /** All of `keys` or none (`LockNotAcquiredError` names the key still busy). */
-  /** All of `keys` or none (checked: exclusive, non-empty, duplicates removed). */
-  private acquireMany(keys: readonly string[], options: AcquireOptions) {
-    const unique = multiKeys(keys, options, this.options.maxKeyLength);
-    const { key: _first, ...request } = this.request(unique[0]!, options);
-    return this.engine.acquireMany({ ...request, keys: unique });
-  }
-
-  private request(key: string, options: AcquireOptions) {
-    assertLockKey(key, this.options.maxKeyLength);
-    const ttl = options.ttl ?? this.options.ttl;
-    const wait = options.wait ?? this.options.wait;
-    const maxHold = options.maxHold ?? this.options.maxHold;
-    assertPositive('ttl', ttl);
-    assertNonNegative('wait', wait);
-    assertMaxHold('maxHold', maxHold);
-    const { writerPriority } = readWriteRequest(options, this.options);
-    const { renew = true, signal } = options;
-    return { key, ttl, wait, maxHold, renew, signal, kind: leaseKindOf(options), writerPriority };
   }
 }
 

@@ -1,0 +1,83 @@
+import type { LockRedisKeys } from '../keys/lock-keys';
+import type { FairAcquireReply } from './lock-backend';
+import type { MemoryKeyspace } from './memory-keyspace';
+import type { MemoryPubSubHub } from './memory-pubsub';
+import type { MemorySharedLeases } from './memory-shared';
+
+/**
+ * Fair mode in memory, for `MemoryLockBackend`, as the fair scripts keep it: the queue of waiters
+ * (entries that lapse after `waiterTtl`), a free lock reserved for the head of the queue, and the
+ * hand-off to it on release. Each method is one command's body: the backend runs it atomically.
+ */
+export class MemoryFairQueue {
+  constructor(
+    private readonly keys: MemoryKeyspace,
+    /** Read-write locks: a lock its readers hold is not free for the head of the queue. */
+    private readonly shared: MemorySharedLeases,
+    private readonly hub: MemoryPubSubHub,
+    /** Written into the holder record of each grant, as the option `instanceId`. */
+    private readonly instanceId: string,
+  ) {}
+
+  acquire(
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    waiterTtl: number,
+  ): FairAcquireReply {
+    const now = this.keys.now();
+    const waiting = this.keys.queue(keys);
+    // Drop waiters at the head that stopped refreshing their entry (crashed, or left silently).
+    for (const [waiter, entry] of waiting?.waiters ?? []) {
+      if (entry.expiresAt > now) break;
+      waiting?.waiters.delete(waiter);
+    }
+    const holder = this.keys.lease(keys);
+    if (holder?.token === token) {
+      return { ours: this.keys.fence(keys), pttl: this.keys.pttlOf(holder) };
+    }
+    const [head, headEntry] = waiting?.waiters.entries().next().value ?? [];
+    // A read-write lock's readers hold it: the head waits for the last one to leave.
+    const readersUntil = this.shared.readersUntil(keys);
+    if (!holder && readersUntil === undefined && (head === undefined || head === token)) {
+      this.keys.setLease(keys, token, ttl, this.instanceId);
+      waiting?.waiters.delete(token);
+      this.keys.dropQueueIfEmpty(keys);
+      return { granted: this.keys.nextFence(keys, ttl) };
+    }
+    // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
+    const retry = holder
+      ? this.keys.pttlOf(holder)
+      : (readersUntil ?? headEntry?.expiresAt ?? now) - now;
+    if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl, this.instanceId);
+    this.keys.dropQueueIfEmpty(keys);
+    return { retryAfterMs: Math.max(0, retry), fence: this.keys.fence(keys) };
+  }
+
+  release(keys: LockRedisKeys, token: string): boolean {
+    const waiting = this.keys.queue(keys);
+    waiting?.waiters.delete(token);
+    if (this.keys.lease(keys)?.token !== token) {
+      this.keys.dropQueueIfEmpty(keys);
+      return false;
+    }
+    this.keys.deleteLease(keys);
+    const now = this.keys.now();
+    for (const [head, entry] of waiting?.waiters ?? []) {
+      waiting?.waiters.delete(head);
+      if (entry.expiresAt <= now) continue; // lapsed: passed over
+      // No longer than the entry would have lived: a waiter that died since its last refresh
+      // holds the lock up for one entry lifetime at most.
+      const handoff = Math.max(1, Math.floor(Math.min(entry.lease, entry.expiresAt - now)));
+      this.keys.setLease(keys, head, handoff, entry.instanceId);
+      const fence = this.keys.nextFence(keys, handoff);
+      this.keys.dropQueueIfEmpty(keys);
+      this.hub.publish(keys.channel, `grant:${head}:${fence}`);
+      return true;
+    }
+    this.keys.dropQueueIfEmpty(keys);
+    this.hub.publish(keys.channel, token);
+    return true;
+  }
+}

@@ -1,0 +1,85 @@
+import type { LockRedisKeys } from '../keys/lock-keys';
+import { acquireScript } from '../lua/acquire.script';
+import { extendScript } from '../lua/extend.script';
+import { forceReleaseScript } from '../lua/force-release.script';
+import { inspectScript } from '../lua/inspect.script';
+import { releaseScript, type PublishCommand } from '../lua/release.script';
+import type { RedisCommander } from '../redis/redis-client';
+import type { AcquireTry } from './lock-backend';
+import { parseHolder, type EvictedLock, type RawLockInfo } from './lock-info';
+
+/**
+ * The exclusive side of `RedisBackend`: the plain lock scripts on the keys of an exclusive lease
+ * (the default kind), beside `RedisPermits` (semaphores) and `SharedLeases` (readers).
+ */
+export class ExclusiveLeases {
+  constructor(
+    private readonly client: RedisCommander,
+    private readonly fenceRetention: number,
+    /** Written beside each lease granted, as who holds it (`instanceId`). */
+    private readonly instanceId: string,
+    /** The command releases publish with now, and the channel name as subscribers know it. */
+    private readonly publishing: () => { publish: PublishCommand; channel: (c: string) => string },
+  ) {}
+
+  /** Fence (> 0) when granted, -(holder's PTTL) when busy; `writer` is a waiting writer's entry. */
+  acquire(
+    client: RedisCommander,
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    writer: AcquireTry['waitingWriter'],
+  ): Promise<number> {
+    return acquireScript
+      .run(
+        client,
+        [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
+        [token, ttl, this.fenceRetention, this.instanceId, writer?.id ?? '', writer?.entryMs ?? 0],
+      )
+      .then((reply) => {
+        if (typeof reply === 'number') return reply;
+        writer?.entered();
+        return reply[0];
+      });
+  }
+
+  async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    const reply = await extendScript.run(
+      this.client,
+      [keys.lock, keys.fence, keys.holder],
+      [token, ms, this.fenceRetention],
+    );
+    return reply === 1;
+  }
+
+  /** 1 when `token` held the lock and it is deleted now (its release published), else 0. */
+  release(keys: LockRedisKeys, token: string): Promise<number> {
+    const { publish, channel } = this.publishing();
+    return releaseScript.run(
+      this.client,
+      [keys.lock, keys.holder],
+      [token, publish, channel(keys.channel)],
+    );
+  }
+
+  async evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
+    const { publish, channel } = this.publishing();
+    const [deleted, fence = 0, record] = await forceReleaseScript.run(
+      this.client,
+      [keys.lock, keys.fence, keys.holder],
+      [publish, channel(keys.channel)],
+    );
+    if (deleted !== 1) return null;
+    const holder = parseHolder(record);
+    return holder ? { fence, holder } : { fence };
+  }
+
+  async inspect(keys: LockRedisKeys): Promise<RawLockInfo> {
+    const [token, pttl, fence, holder, waiters] = await inspectScript.run(
+      this.client,
+      [keys.lock, keys.fence, keys.holder, keys.queue, keys.waiterIds],
+      [],
+    );
+    return { token, pttl, fence, holder, waiters };
+  }
+}

@@ -1,0 +1,34 @@
+import type { LockEngine } from '../engine/lock-engine';
+import { assertLockKey } from '../keys/lock-keys';
+import type { AcquireOptions } from '../options/lock-call-options';
+import { leaseKindOf } from '../options/permits-option';
+import { readWriteRequest } from '../options/read-write-options';
+import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
+import { assertMaxHold, assertNonNegative, assertPositive } from '../options/resolve-options';
+import { multiKeys } from './multi-key-request';
+
+/** All of `keys` or none (`LockNotAcquiredError` names the key still busy). */
+/** All of `keys` or none (checked: exclusive, non-empty, duplicates removed). */
+export function acquireMany(engine: LockEngine, keys: readonly string[], options: AcquireOptions) {
+  const unique = multiKeys(keys, options, engine.options.maxKeyLength);
+  const { key: _first, ...request } = lockRequest(engine.options, unique[0]!, options);
+  return engine.acquireMany({ ...request, keys: unique });
+}
+
+/** The engine's request for one key: the call's options over the module's (`defaults`), checked. */
+export function lockRequest(
+  defaults: ResolvedRedisLockOptions,
+  key: string,
+  options: AcquireOptions,
+) {
+  assertLockKey(key, defaults.maxKeyLength);
+  const ttl = options.ttl ?? defaults.ttl;
+  const wait = options.wait ?? defaults.wait;
+  const maxHold = options.maxHold ?? defaults.maxHold;
+  assertPositive('ttl', ttl);
+  assertNonNegative('wait', wait);
+  assertMaxHold('maxHold', maxHold);
+  const { writerPriority } = readWriteRequest(options, defaults);
+  const { renew = true, signal } = options;
+  return { key, ttl, wait, maxHold, renew, signal, kind: leaseKindOf(options), writerPriority };
+}
