@@ -5,23 +5,21 @@
  * given, deadlocks). Keys that share a slot are taken by the one-script path.
  */
 import { Logger } from '@nestjs/common';
-import { Cluster } from 'ioredis';
 import { LockLostError, LockNotAcquiredError, type LockService } from 'nestjs-redis-lock';
 import { clusterSlot } from '../../lib/redis/cluster-slot';
-import { lockServices, redisKeyOf } from '../support/lock-services';
+import { redisKeyOf } from '../support/lock-services';
+import { onOwnCluster } from '../support/own-cluster';
 import { sleep, waitFor } from '../support/time';
-import { startCluster, type RedisClusterTopology } from '../support/topologies';
-import { uniquePrefix } from '../support/unique-prefix';
 
-const prefix = uniquePrefix('multi-cluster');
-let topology: RedisClusterTopology;
-let admin: Cluster;
-const services = lockServices({ prefix });
+const cluster = onOwnCluster('multi-cluster');
+const { prefix } = cluster;
 let first: LockService;
 let second: LockService;
 
 const held = async (...keys: string[]): Promise<number> => {
-  const answers = await Promise.all(keys.map((key) => admin.exists(redisKeyOf(prefix, key))));
+  const answers = await Promise.all(
+    keys.map((key) => cluster.admin.exists(redisKeyOf(prefix, key))),
+  );
   return answers.reduce((sum, one) => sum + one, 0);
 };
 
@@ -34,21 +32,13 @@ const twoSlots = (base: string): [string, string] => {
   }
 };
 
-beforeAll(async () => {
+beforeAll(() => {
   jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-  topology = await startCluster({ primaries: 3, replicasPerPrimary: 0 });
-  admin = new Cluster(topology.startupNodes);
-  admin.on('error', () => undefined);
-  first = services.create({ cluster: { nodes: topology.startupNodes }, ttl: 3_000 });
-  second = services.create({ cluster: { nodes: topology.startupNodes }, ttl: 3_000 });
-}, 60_000);
-
-afterAll(async () => {
-  await services.closeAll();
-  admin?.disconnect();
-  await topology?.stop();
-  jest.restoreAllMocks();
+  first = cluster.service({ ttl: 3_000 });
+  second = cluster.service({ ttl: 3_000 });
 });
+
+afterAll(() => jest.restoreAllMocks());
 
 describe('multi-key locks on a Cluster, keys on several slots', () => {
   it('holds every key and releases them all', async () => {

@@ -4,59 +4,33 @@
  * exclusion, writer priority, wake-ups by sharded pub/sub, and renewal of readers mixed with
  * writers in the watchdog's per-shard batches — and every key written has a TTL.
  */
-import { Cluster } from 'ioredis';
 import type { LockService } from 'nestjs-redis-lock';
-import { lockServices } from '../support/lock-services';
+import { onOwnCluster } from '../support/own-cluster';
 import { now, sleep, waitFor } from '../support/time';
-import { startCluster, type RedisClusterTopology } from '../support/topologies';
-import { uniquePrefix } from '../support/unique-prefix';
 
-const prefix = uniquePrefix('rw-cluster');
-const services = lockServices({ prefix });
-let topology: RedisClusterTopology;
-let admin: Cluster;
+const cluster = onOwnCluster('rw-cluster');
+const { prefix } = cluster;
 let a: LockService;
 let b: LockService;
 
-beforeAll(async () => {
-  topology = await startCluster({ primaries: 3, replicasPerPrimary: 0 });
-  admin = new Cluster(topology.startupNodes);
-  admin.on('error', () => undefined);
-  a = services.create({ cluster: { nodes: topology.startupNodes }, ttl: 600 });
-  b = services.create({ cluster: { nodes: topology.startupNodes }, ttl: 600 });
-}, 60_000);
-
-afterAll(async () => {
-  await services.closeAll();
-  admin?.disconnect();
-  await topology?.stop();
+beforeAll(() => {
+  a = cluster.service({ ttl: 600 });
+  b = cluster.service({ ttl: 600 });
 });
 
 /** One key on each shard. */
-async function keyPerShard(): Promise<string[]> {
-  const shards = await topology.shards();
-  const keys: string[] = [];
-  for (const shard of shards) {
-    for (let i = 0; ; i++) {
-      const key = `doc:${shard.primary.port}:${i}`;
-      const slot = await topology.slotOf(key);
-      if (shard.slots.some(([from, to]) => slot >= from && slot <= to)) {
-        keys.push(key);
-        break;
-      }
-    }
-  }
-  return keys;
-}
+const keyPerShard = (): Promise<string[]> => cluster.keyPerShard('doc');
 
 it('shares, excludes and wakes on keys in different slots', async () => {
   const keys = await keyPerShard();
-  expect(new Set(await Promise.all(keys.map((k) => topology.slotOf(k)))).size).toBe(3);
+  expect(new Set(await Promise.all(keys.map((k) => cluster.topology.slotOf(k)))).size).toBe(3);
   for (const key of keys) {
     const readers = await Promise.all([a, b].map((s) => s.acquire(key, { mode: 'read' })));
     expect(await b.tryAcquire(key)).toBeNull();
     const writer = b.acquire(key, { wait: 10_000 });
-    await waitFor(async () => (await admin.exists(`${prefix}{${key}}:writers-waiting`)) === 1);
+    await waitFor(
+      async () => (await cluster.admin.exists(`${prefix}{${key}}:writers-waiting`)) === 1,
+    );
     expect(await a.tryAcquire(key, { mode: 'read' })).toBeNull();
     const reader = a.acquire(key, { mode: 'read', wait: 10_000 });
     const released = now();
@@ -81,7 +55,7 @@ it('renews readers and writers together past their ttl, and every key has a TTL'
   expect(held.every((lock) => lock.isHeld)).toBe(true);
   for (const key of keys) {
     for (const suffix of [':readers', ':fence']) {
-      expect(await admin.pttl(`${prefix}{${key}}${suffix}`)).toBeGreaterThan(0);
+      expect(await cluster.admin.pttl(`${prefix}{${key}}${suffix}`)).toBeGreaterThan(0);
     }
   }
   await Promise.all(held.map((lock) => lock.release()));

@@ -3,46 +3,17 @@
  * shard, hold N permits at most; a release wakes a waiter through the shard's pub/sub; every key
  * written has a TTL on the node that holds it.
  */
-import { Cluster } from 'ioredis';
 import type { LockService } from 'nestjs-redis-lock';
-import { lockServices } from '../support/lock-services';
+import { onOwnCluster } from '../support/own-cluster';
 import { now, sleep } from '../support/time';
-import { nodeClient, startCluster, type RedisClusterTopology } from '../support/topologies';
-import { uniquePrefix } from '../support/unique-prefix';
+import { nodeClient } from '../support/topologies';
 
 const PERMITS = 2;
-const prefix = uniquePrefix('sem-cluster');
-const services = lockServices({ prefix });
-let topology: RedisClusterTopology;
-let admin: Cluster;
+const cluster = onOwnCluster('sem-cluster');
+const { prefix } = cluster;
 
-const clusterService = (): LockService =>
-  services.create({ cluster: { nodes: topology.startupNodes }, ttl: 10_000 });
-
-beforeAll(async () => {
-  topology = await startCluster({ primaries: 3, replicasPerPrimary: 0 });
-  admin = new Cluster(topology.startupNodes);
-  admin.on('error', () => undefined);
-}, 60_000);
-
-afterAll(async () => {
-  await services.closeAll();
-  admin?.disconnect();
-  await topology?.stop();
-});
-
-/** One key per shard: keys whose slots three different primaries serve. */
-async function keyPerShard(): Promise<string[]> {
-  const shards = await topology.shards();
-  const found = new Map<number, string>();
-  for (let i = 0; found.size < shards.length; i++) {
-    const key = `export:${i}`;
-    const slot = await topology.slotOf(key);
-    const shard = shards.findIndex((s) => s.slots.some(([a, b]) => slot >= a && slot <= b));
-    if (!found.has(shard)) found.set(shard, key);
-  }
-  return [...found.values()];
-}
+const clusterService = (): LockService => cluster.service({ ttl: 10_000 });
+const keyPerShard = (): Promise<string[]> => cluster.keyPerShard('export');
 
 /** LOOPS loops per key, over two services, each running short sections; max at once per key. */
 async function highest(keys: string[], locked: boolean): Promise<Map<string, number>> {
@@ -73,7 +44,7 @@ async function highest(keys: string[], locked: boolean): Promise<Map<string, num
 describe(`a semaphore of ${PERMITS} permits on a Cluster`, () => {
   it('bounds each key in its own slot to N holders, all keys at once (control: exceeds N)', async () => {
     const keys = await keyPerShard();
-    expect(new Set(await Promise.all(keys.map((k) => topology.slotOf(k)))).size).toBe(3);
+    expect(new Set(await Promise.all(keys.map((k) => cluster.topology.slotOf(k)))).size).toBe(3);
     const bounded = await highest(keys, true);
     const control = await highest(keys, false);
     for (const key of keys) {
@@ -101,7 +72,7 @@ describe(`a semaphore of ${PERMITS} permits on a Cluster`, () => {
     const keys = await keyPerShard();
     const held = await Promise.all(keys.map((key) => locks.acquire(key, { permits: PERMITS })));
     const seen: Record<string, number> = {};
-    for (const server of topology.servers) {
+    for (const server of cluster.topology.servers) {
       const node = nodeClient(server.port);
       const names = await node.keys(`${prefix}*`);
       for (const name of names) seen[name] = await node.pttl(name);
