@@ -198,8 +198,9 @@ it('inspects, lists and evicts alike: holder records written, renewed, handed ov
     t.log(evicted && { fence: t.fence(evicted.fence), holder: evicted.holder?.instanceId });
     t.log(await backend.evict(keys));
     t.log(await inspect());
+    // The last in line leaves a free lock: a wake-all (for readers the queue held back).
     await backend.fairRelease(keys, 'f3');
-    await waitFor(() => t.heard.length === 3);
+    await waitFor(() => t.heard.length === 4);
   });
 });
 
@@ -236,6 +237,26 @@ it('shares, refuses, renews and releases read-write leases alike, writers waitin
     t.log(await backend.release(keys, 'w2'));
     // The writer's release, w1 leaving the waiting set, the last reader leaving, w2's release.
     await waitFor(() => t.heard.length === 4);
+    t.log(t.heard);
+  });
+});
+
+it('wakes all when the last in line leaves a free fair lock, not while it is held', async () => {
+  await onBoth('fair-leave', async (backend, keys, t) => {
+    const fair = (token: string) => backend.fairAcquire(keys, token, 5_000, true, 1_000);
+    const reader = new LockRedisKeys(keys.lock, { type: 'shared' });
+    t.log(t.fence(await backend.acquire(reader, 'r1', 2_000)));
+    t.log('retryAfterMs' in (await fair('a')));
+    t.log('retryAfterMs' in (await fair('b')));
+    t.log(await backend.fairRelease(keys, 'a')); // b still queues: readers stay refused
+    t.log(await backend.fairRelease(keys, 'b')); // the last in line, the lock free: wake-all
+    t.log(await backend.fairRelease(keys, 'b')); // not queued any more: nothing
+    t.log(await backend.release(reader, 'r1')); // the last reader: wake-all
+    t.log('granted' in (await fair('w')));
+    t.log('retryAfterMs' in (await fair('c')));
+    t.log(await backend.fairRelease(keys, 'c')); // leaves while w holds: nothing
+    t.log(await backend.fairRelease(keys, 'w'));
+    await waitFor(() => t.heard.length === 3);
     t.log(t.heard);
   });
 });

@@ -57,9 +57,14 @@ export class MemoryFairQueue {
 
   release(keys: LockRedisKeys, token: string): boolean {
     const waiting = this.keys.queue(keys);
-    waiting?.waiters.delete(token);
-    if (this.keys.lease(keys)?.token !== token) {
+    const queued = waiting?.waiters.delete(token) === true;
+    const holder = this.keys.lease(keys);
+    if (holder?.token !== token) {
       this.keys.dropQueueIfEmpty(keys);
+      // The last in line left a free lock: readers held back by the queue may go in now.
+      if (queued && !holder && !this.keys.queue(keys)) {
+        this.hub.publish(keys.channel, `wake-all:${token}`);
+      }
       return false;
     }
     this.keys.deleteLease(keys);

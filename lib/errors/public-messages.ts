@@ -6,6 +6,7 @@ export const publicMessages = {
   busy: () => 'Another request is working on the same resource. Try again shortly.',
   badRequest: () => 'The request is missing a value this operation needs, or a value is invalid.',
   unavailable: () => 'The service is temporarily unavailable. Try again later.',
+  serverError: () => 'The server could not process the request.',
   outcomeUnknown: () =>
     'The request was processed, but its outcome could not be confirmed. Check the result before ' +
     'repeating it.',

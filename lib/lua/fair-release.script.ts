@@ -14,7 +14,9 @@ import type { PublishCommand } from './release.script';
  * that waiter queued under an older version, which wrote no id).
  * Args: the token, the publish command, how long (ms) the fence counter outlives the lease a
  * hand-off gives, the release channel (no KEY: see release.script).
- * Publishes "grant:<token>:<fence>" for a hand-off, else the releasing token.
+ * Publishes "grant:<token>:<fence>" for a hand-off, else the releasing token; a waiter leaving
+ * the queue last while nobody holds the lock publishes "wake-all:<token>": a read-write lock's
+ * readers, refused while the queue exists, may go in now (not only once the queue lapses).
  * Returns 1 when `token` held the lock (released or handed over), 0 otherwise.
  */
 export const fairReleaseScript = new LuaScript<
@@ -34,10 +36,16 @@ export const fairReleaseScript = new LuaScript<
 local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
 local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-redis.call('ZREM', queueKey, token)
+local queued = redis.call('ZREM', queueKey, token)
 redis.call('HDEL', waitersKey, token)
 redis.call('HDEL', waiterIdsKey, token)
-if redis.call('GET', lockKey) ~= token then return 0 end
+local holder = redis.call('GET', lockKey)
+if holder ~= token then
+  if queued == 1 and not holder and redis.call('EXISTS', queueKey) == 0 then
+    redis.call(publish, channel, 'wake-all:' .. token)
+  end
+  return 0
+end
 redis.call('DEL', lockKey, holderKey)
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)

@@ -2,6 +2,7 @@ import type { ArgumentsHost } from '@nestjs/common';
 import type { LockKeyError } from '../errors/lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import type { LockUpgradeError } from '../errors/lock-upgrade.error';
 import type { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import type { RedisCommandError } from '../errors/redis-command.error';
 import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
@@ -10,7 +11,9 @@ import type { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conf
 /**
  * A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing,
  * the service shutting down, or a semaphore held under another limit (a rollout of a new
- * `permits`: its message names the key, so callers get the generic "unavailable" answer).
+ * `permits`: its message names the key, so callers get the generic "unavailable" answer), or a
+ * write nested in a read of the same key (a bug in the handler: a generic 500 answer; its message
+ * names the key, with the request's values in it, so it goes to the log only).
  */
 export type LockFailure =
   | LockNotAcquiredError
@@ -19,7 +22,8 @@ export type LockFailure =
   | RedisUnavailableError
   | RedisCommandError
   | LockServiceClosedError
-  | SemaphoreLimitConflictError;
+  | SemaphoreLimitConflictError
+  | LockUpgradeError;
 
 /**
  * Turns a lock failure on an HTTP request into the exception Nest should send. Receives the

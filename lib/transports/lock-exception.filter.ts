@@ -17,6 +17,7 @@ import { messages } from '../errors/messages';
 import { publicMessages } from '../errors/public-messages';
 import { RedisCommandError } from '../errors/redis-command.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { LockUpgradeError } from '../errors/lock-upgrade.error';
 import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
 import { LockService } from '../service/lock.service';
 import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
@@ -49,6 +50,7 @@ const logger = new Logger('RedisLock');
   RedisCommandError,
   LockServiceClosedError,
   SemaphoreLimitConflictError,
+  LockUpgradeError,
 )
 @Injectable()
 export class LockExceptionFilter implements ExceptionFilter<LockFailure> {

@@ -1,4 +1,5 @@
 import * as common from '@nestjs/common';
+import { LockUpgradeError } from '../../errors/lock-upgrade.error';
 import { LockKeyError } from '../../errors/lock-key.error';
 import { LockLostError } from '../../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
@@ -14,7 +15,7 @@ import { publicMessage } from '../shared/lock-failure-answer';
  * `BAD_USER_INPUT` (a key part missing or invalid: the caller's input), Apollo's own code for it.
  */
 export type LockGraphQLErrorCode =
-  'LOCK_BUSY' | 'LOCK_LOST' | 'LOCK_UNAVAILABLE' | 'BAD_USER_INPUT';
+  'LOCK_BUSY' | 'LOCK_LOST' | 'LOCK_UNAVAILABLE' | 'BAD_USER_INPUT' | 'INTERNAL_SERVER_ERROR';
 
 /** What a lock failure's GraphQL error carries in `extensions`. */
 export interface LockGraphQLErrorExtensions {
@@ -85,6 +86,7 @@ export function graphQLCode(error: LockFailure): LockGraphQLErrorCode {
   if (error instanceof LockNotAcquiredError) return 'LOCK_BUSY';
   if (error instanceof LockLostError) return 'LOCK_LOST';
   if (error instanceof LockKeyError) return 'BAD_USER_INPUT';
+  if (error instanceof LockUpgradeError) return 'INTERNAL_SERVER_ERROR'; // a bug in the handler
   // RedisUnavailableError, RedisCommandError, LockServiceClosedError, SemaphoreLimitConflictError
   return 'LOCK_UNAVAILABLE';
 }

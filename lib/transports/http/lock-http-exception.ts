@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import { LockKeyError } from '../../errors/lock-key.error';
 import { LockLostError } from '../../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
+import { LockUpgradeError } from '../../errors/lock-upgrade.error';
 import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
 import { RedisCommandError } from '../../errors/redis-command.error';
 import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
@@ -19,7 +20,8 @@ export function isLockFailure(error: unknown): error is LockFailure {
     error instanceof RedisUnavailableError ||
     error instanceof RedisCommandError ||
     error instanceof LockServiceClosedError ||
-    error instanceof SemaphoreLimitConflictError
+    error instanceof SemaphoreLimitConflictError ||
+    error instanceof LockUpgradeError
   );
 }
 

@@ -2,6 +2,7 @@ import { HttpException, Logger, type ArgumentsHost, type LogLevel } from '@nestj
 import { LockKeyError } from '../../errors/lock-key.error';
 import { LockLostError } from '../../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
+import { LockUpgradeError } from '../../errors/lock-upgrade.error';
 import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
 import { failureAnswered, publicMessages } from '../../errors/public-messages';
 import type { LockFailure } from '../../options/redis-lock-options';
@@ -19,7 +20,7 @@ const logger = new Logger('RedisLock');
 export function failureStatus(error: LockFailure, busyStatus: number): number {
   if (error instanceof LockNotAcquiredError) return busyStatus;
   if (error instanceof LockKeyError) return 400;
-  if (error instanceof LockLostError) return 500;
+  if (error instanceof LockLostError || error instanceof LockUpgradeError) return 500;
   return 503; // RedisUnavailableError, RedisCommandError, LockServiceClosedError, a limit conflict
 }
 
@@ -28,6 +29,7 @@ export function publicMessage(error: LockFailure): string {
   if (error instanceof LockNotAcquiredError) return publicMessages.busy();
   if (error instanceof LockKeyError) return publicMessages.badRequest();
   if (error instanceof LockLostError) return publicMessages.outcomeUnknown();
+  if (error instanceof LockUpgradeError) return publicMessages.serverError();
   return publicMessages.unavailable();
 }
 
