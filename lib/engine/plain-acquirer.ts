@@ -40,12 +40,21 @@ export class PlainAcquirer implements Acquirer {
     request.signal?.throwIfAborted();
     const started = monotonicNow();
     const keys = this.context.keysOf(request.key, request.kind);
-    // A writer that will wait, with writer priority: its entry among the writers waiting.
+    // A writer that waits, with writer priority: its entry among the writers waiting. Its id is
+    // drawn at the first try that waits, so an uncontended acquire pays nothing for it.
     let entered = false;
-    const waitingWriter =
-      keys.kind.type === 'exclusive' && request.writerPriority !== false && request.wait > 0
-        ? { id: newToken(), entryMs: this.writerEntryMs, entered: () => void (entered = true) }
-        : undefined;
+    const prioritised =
+      keys.kind.type === 'exclusive' && request.writerPriority !== false && request.wait > 0;
+    let waitingWriter: AcquireTry['waitingWriter'];
+    const waitingTry = (): AcquireTry => ({
+      waitingWriter: prioritised
+        ? (waitingWriter ??= {
+            id: newToken(),
+            entryMs: this.writerEntryMs,
+            entered: () => void (entered = true),
+          })
+        : undefined,
+    });
     // Given up after entering the waiting set: the entry goes at once, waking the readers it
     // held back (rather than holding them until it lapses).
     const leave = (): void => {
@@ -55,7 +64,7 @@ export class PlainAcquirer implements Acquirer {
     let outcome: AcquireOutcome;
     try {
       outcome = await waitForLock(this.context, request, keys, started, {
-        attempt: (queue) => this.attempt(request, keys, queue ? { waitingWriter } : undefined),
+        attempt: (queue) => this.attempt(request, keys, queue ? waitingTry() : undefined),
         maxSleep: Infinity,
       });
     } catch (error) {
