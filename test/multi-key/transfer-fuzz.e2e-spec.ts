@@ -71,8 +71,13 @@ describe(`transfers across ${PROCESSES} processes × ${ITERATIONS} between ${ACC
   });
 
   it('control: without the lock the total drifts, so the checks above can fail', async () => {
-    const { total } = await race('unlocked', 'nolock');
-    expect(total).not.toBe(ACCOUNTS * OPENING);
+    // Lost updates can cancel out, and an unlocked run is over in a moment, so its workers may
+    // barely overlap: the control gets up to 5 runs to show the drift (one is the usual).
+    const totals: number[] = [];
+    for (let run = 0; run < 5 && !totals.some((t) => t !== ACCOUNTS * OPENING); run++) {
+      totals.push((await race(`unlocked${run}`, 'nolock')).total);
+    }
+    expect(totals.some((total) => total !== ACCOUNTS * OPENING)).toBe(true);
   });
 
   it('lets every worker exit cleanly', async () => {
