@@ -62,7 +62,7 @@ class AcknowledgedRenewals {
       keys.push(lease.redisKeys.lock, lease.redisKeys.fence, lease.redisKeys.holder);
       tokensAndLeases.push(lease.token, Math.ceil(lease.lease));
     }
-    return this.acknowledged(leases[0]!.redisKeys.lock, leases.length, (client) =>
+    return this.acknowledged(leases[0].redisKeys.lock, leases.length, (client) =>
       renewManyScript.run(client, keys, [this.fenceRetention, ...tokensAndLeases]),
     );
   }
