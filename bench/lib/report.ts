@@ -1,6 +1,8 @@
 import { waitChartSvg, type ChartPanel } from './chart';
 import type { ContendedMetrics } from './contended';
 import type { S5Metrics } from './decorator';
+import type { FootprintResult } from './footprint';
+import { footprintBarRow, renderFootprint } from './footprint-report';
 import type { S6CyclesResult, S6HeldResult } from './memory';
 import type { S1Metrics, S2Metrics } from './uncontended';
 import { renderSemaphore, type SemaphoreResults } from './semaphore';
@@ -46,6 +48,8 @@ export interface Results {
   s3?: Record<'inproc' | 'procs', Record<string, Record<string, S3Cell>>>;
   s5?: { runs: S5Metrics[]; median: S5Metrics };
   s6?: { cycles: S6CyclesResult; held: S6HeldResult };
+  /** S6: bytes per held lock and per waiting caller, in this process and in Redis. */
+  footprint?: FootprintResult;
   sem?: SemaphoreResults;
 }
 
@@ -208,6 +212,7 @@ export function evaluateBar(r: Results): BarRow[] {
       pass: h.lost === 0,
     });
   }
+  if (r.footprint) rows.push(footprintBarRow(r.footprint));
   return rows;
 }
 
@@ -522,12 +527,11 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
       '',
     );
   }
+  if (r.s6 || r.footprint) out.push('## S6 — memory and renewal', '');
   if (r.s6) {
     const cy = r.s6.cycles;
     const h = r.s6.held;
     out.push(
-      '## S6 — memory and renewal',
-      '',
       `${n0(cy.cycles)} acquire/release cycles (${cy.concurrency} loops, 6,400 keys) in ${f(cy.seconds, 1)} s (${n0(cy.opsPerSec)} ops/s): heap after GC ${f(cy.heapBeforeMb)} → ${f(cy.heapAfterMb)} MB, ` +
         `checkpoints every tenth: ${cy.heapCheckpointsMb.map((v) => f(v)).join(', ')} MB (slope ${f(cy.slopeKbPer100k, 0)} KB per 100k cycles); RSS ${n0(cy.rssBeforeMb)} → ${n0(cy.rssAfterMb)} MB.`,
       '',
@@ -542,6 +546,7 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
       '',
     );
   }
+  if (r.footprint) out.push(...renderFootprint(r.footprint));
   if (r.sem) out.push(...renderSemaphore(r.sem));
   out.push('## Settings used', '');
   for (const x of r.contenders) out.push(`- **${x.label}** — ${x.settings}`);
