@@ -86,6 +86,8 @@ export function renderFootprint(f: FootprintResult): string[] {
     '',
     '*Ended early* = waiting calls granted or given up before the snapshot (must be 0). A waiter of ours sleeps on the release channel (one subscription per key in this process, shared by its waiters) until its holder’s lease ends; in fair mode it also has an entry in the key’s queue in Redis. A redis-semaphore waiter polls (`SET NX` every 10 ms) and writes nothing while it waits.',
     '',
+    ...f.subjects.map((s) => `- ${name(s)} — ${s.settings}`),
+    '',
   ];
 }
 
