@@ -128,7 +128,7 @@ async function steadyState(): Promise<void> {
       const latencies = await renewalLatency(pair, designs, held, LATENCY_ROUNDS);
       designs.forEach((design, i) => {
         const label = design.ackRenewals ? 'with WAIT' : 'no WAIT (shipped)';
-        const { p50, p99 } = latencies[i]!;
+        const { p50, p99 } = latencies[i];
         print(`| ${held} | ${label} | ${p50.toFixed(2)} | ${p99.toFixed(2)} |`);
       });
     }

@@ -12,10 +12,12 @@
  *   BENCH_S5_SEQ=2000     S5 sequential requests per route; BENCH_S5_CONC=8000 concurrent
  *   BENCH_S6_CYCLES=200000  S6 acquire/release cycles (1000000 for the published run)
  *   BENCH_S6_HELD=10000   S6 locks held at once; BENCH_S6_TTL=900 their lease (ms)
+ *   BENCH_S6_WAITERS=1000 S6 callers waiting at once, for the bytes per waiter
  *   BENCH_MK_OPS=2000     multi-key sequential acquire+release per case; BENCH_MK_MS=2000 parallel run
  *   BENCH_SEM_MS=2000     SEM (semaphore, bench/lib/semaphore.ts) duration per run
  *   BENCH_ONLY=s1,s3      run a subset (then results go to a temp dir unless BENCH_OUT is set);
- *                         rw: read-lock throughput next to the exclusive lock
+ *                         rw: read-lock throughput next to the exclusive lock;
+ *                         s6mem: only S6's bytes per held lock and per waiter (no cycles)
  *   BENCH_CONTENDERS=ours,raw,redis-semaphore:tuned   run a subset of libraries (same rule)
  *   BENCH_OUT=path/stem   where to write <stem>.json/.md/-s3p-wait.svg (default bench/results/latest)
  *   BENCH_DUMP_DIR=dir    keep the raw S3 hold records of every run there
@@ -34,6 +36,7 @@ import {
   type HoldRecord,
 } from './lib/contended';
 import { s5Once, type S5Metrics } from './lib/decorator';
+import { s6Footprint } from './lib/footprint';
 import { s6Cycles, s6Held } from './lib/memory';
 import { runMultiKey } from './lib/multi-key';
 import { runSemaphoreBench } from './lib/semaphore';
@@ -72,6 +75,7 @@ const config = {
   s6Cycles: env('BENCH_S6_CYCLES', 200_000),
   s6Held: env('BENCH_S6_HELD', 10_000),
   s6TtlMs: env('BENCH_S6_TTL', 900),
+  s6Waiters: env('BENCH_S6_WAITERS', 1_000),
 };
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim().toLowerCase());
 const pick = process.env.BENCH_CONTENDERS?.split(',').map((s) => s.trim());
@@ -413,6 +417,11 @@ async function main(): Promise<void> {
     }
     if (wants('s5')) results.s5 = await runS5(url);
     if (wants('s6')) results.s6 = await runS6(url);
+    if (wants('s6') || wants('s6mem')) {
+      await deleteKeys(url, ['bench:s6held:*']);
+      log(`S6 bytes per held lock (${config.s6Held}) and per waiter (${config.s6Waiters})…`);
+      results.footprint = await s6Footprint(url, config.s6Held, config.s6Waiters, log);
+    }
     if (wants('multikey')) {
       const mk = {
         ops: env('BENCH_MK_OPS', 2_000),

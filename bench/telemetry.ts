@@ -99,7 +99,7 @@ async function main(): Promise<void> {
     }
     for (let rep = 0; rep < REPS; rep++) {
       // Arms in a different order each repetition, so none always runs first.
-      const order = ARMS.map((_, i) => ARMS[(i + rep) % ARMS.length]!);
+      const order = ARMS.map((_, i) => ARMS[(i + rep) % ARMS.length]);
       const s1 = await s1Interleaved(order, services, as);
       const s2 = await s2Interleaved(order, services, as);
       const mem = await memInterleaved(order, engines, as);
@@ -222,13 +222,13 @@ function configLine(): string {
     `${REPS} repetitions; S1 ${S1_OPS} ops per arm and repetition (blocks of ${S1_BLOCK}); ` +
     `S2 ${S2_LOOPS} loops, ${S2_MS} ms per arm and repetition (slices of ${S2_SLICE_MS} ms); ` +
     `S1-mem ${MEM_OPS} ops per arm and repetition (blocks of ${MEM_BLOCK}); ` +
-    `Node ${process.version}, ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(2)}`
+    `Node ${process.version}, ${cpus().length} CPUs, load ${loadavg()[0].toFixed(2)}`
   );
 }
 
 /** Median and range over repetitions of `arm / off` for one field (a ratio per repetition). */
 function ratio(runs: Record<Arm, Numbers[]>, arm: Arm, field: keyof Numbers): string {
-  const ratios = runs[arm].map((numbers, i) => numbers[field] / runs.off[i]![field]);
+  const ratios = runs[arm].map((numbers, i) => numbers[field] / runs.off[i][field]);
   const fmt = (value: number): string => value.toFixed(3);
   return `${fmt(median(ratios))} (${fmt(Math.min(...ratios))}–${fmt(Math.max(...ratios))})`;
 }

@@ -180,10 +180,10 @@ export async function renewalLatency(
       for (let v = 0; v < variants.length; v++) {
         const before = await waitCalls(pair.primary.port);
         const sent = now();
-        const answers = await services[v]!.engine.renewLeases(batches[v]!);
+        const answers = await services[v].engine.renewLeases(batches[v]);
         // The first rounds warm up connections and the JIT.
-        if (round >= WARM_UP) samples[v]!.push(now() - sent);
-        waits[v]! += (await waitCalls(pair.primary.port)) - before;
+        if (round >= WARM_UP) samples[v].push(now() - sent);
+        waits[v] += (await waitCalls(pair.primary.port)) - before;
         if (!answers.every((answer) => answer === true)) throw new Error('a renewal was refused');
       }
     }

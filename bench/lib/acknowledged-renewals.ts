@@ -44,7 +44,7 @@ class AcknowledgedRenewals {
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
     const [renewed] = await this.acknowledged(keys.lock, 1, (client) =>
       extendScript
-        .run(client, [keys.lock, keys.fence], [token, ms, this.fenceRetention])
+        .run(client, [keys.lock, keys.fence, keys.holder], [token, ms, this.fenceRetention])
         .then((reply) => [reply]),
     );
     return renewed ?? false;
@@ -59,10 +59,10 @@ class AcknowledgedRenewals {
     const keys: string[] = [];
     const tokensAndLeases: (string | number)[] = [];
     for (const lease of leases) {
-      keys.push(lease.redisKeys.lock, lease.redisKeys.fence);
+      keys.push(lease.redisKeys.lock, lease.redisKeys.fence, lease.redisKeys.holder);
       tokensAndLeases.push(lease.token, Math.ceil(lease.lease));
     }
-    return this.acknowledged(leases[0]!.redisKeys.lock, leases.length, (client) =>
+    return this.acknowledged(leases[0].redisKeys.lock, leases.length, (client) =>
       renewManyScript.run(client, keys, [this.fenceRetention, ...tokensAndLeases]),
     );
   }

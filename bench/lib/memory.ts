@@ -5,7 +5,8 @@ import { LockService, type LockHandle } from 'nestjs-redis-lock';
 import { commandStats } from './commands';
 import { median, nowUs, sleep } from './stats';
 
-const gc = (): void => {
+/** Full garbage collection, twice (a second pass frees what the first one's finalizers let go). */
+export const gc = (): void => {
   const collect = (globalThis as { gc?: () => void }).gc;
   if (!collect) throw new Error('S6 needs node --expose-gc');
   collect();

@@ -57,11 +57,11 @@ async function rawCase(url: string, keys: 1 | 2): Promise<Case> {
       if (keys === 1) {
         const key = `bench:mk:raw:${id}`;
         if ((await client.set(key, token, 'PX', TTL, 'NX')) !== 'OK') throw new Error('busy');
-        return client.evalsha(del!, 1, key, token);
+        return client.evalsha(del, 1, key, token);
       }
       const [a, b] = [`bench:mk:raw:{${id}}:a`, `bench:mk:raw:{${id}}:b`];
-      if ((await client.evalsha(setAll!, 2, a, b, token, TTL)) !== 1) throw new Error('busy');
-      return client.evalsha(delAll!, 2, a, b, token);
+      if ((await client.evalsha(setAll, 2, a, b, token, TTL)) !== 1) throw new Error('busy');
+      return client.evalsha(delAll, 2, a, b, token);
     },
     close: () => client.quit(),
   };
@@ -108,10 +108,10 @@ export async function runMultiKey(
         const started = nowUs();
         for (let i = done; i < Math.min(config.ops, done + block); i++) {
           const t0 = nowUs();
-          await cases[c]!.cycle(`s:${run}:${c}:${i}`);
-          latencies[c]!.push(nowUs() - t0);
+          await cases[c].cycle(`s:${run}:${c}:${i}`);
+          latencies[c].push(nowUs() - t0);
         }
-        elapsed[c]! += nowUs() - started;
+        elapsed[c] += nowUs() - started;
       }
     }
     const parallel: number[] = [];
@@ -122,7 +122,7 @@ export async function runMultiKey(
       await Promise.all(
         Array.from({ length: config.loops }, async (_, loop) => {
           for (let i = 0; nowUs() < until; i++) {
-            await cases[c]!.cycle(`p:${run}:${c}:${loop}:${i}`);
+            await cases[c].cycle(`p:${run}:${c}:${loop}:${i}`);
             count++;
           }
         }),
@@ -131,10 +131,10 @@ export async function runMultiKey(
     }
     const rows = cases.map((one, c) => ({
       case: one.name,
-      sequentialOpsPerSec: latencies[c]!.length / (elapsed[c]! / 1e6),
-      p50Us: percentile(latencies[c]!, 50),
-      p99Us: percentile(latencies[c]!, 99),
-      parallelOpsPerSec: parallel[c]!,
+      sequentialOpsPerSec: latencies[c].length / (elapsed[c] / 1e6),
+      p50Us: percentile(latencies[c], 50),
+      p99Us: percentile(latencies[c], 99),
+      parallelOpsPerSec: parallel[c],
     }));
     log(
       `multi-key (${config.ops} sequential ops, ${config.loops} loops × ${config.parallelMs} ms):`,

@@ -135,7 +135,7 @@ export async function runSemaphoreBench(
 ): Promise<SemaphoreResults> {
   const runs: Record<string, SemaphoreMetrics[]> = {};
   for (let rep = 0; rep < reps; rep++) {
-    const order = SIDES.map((_, i) => SIDES[(i + rep) % SIDES.length]!);
+    const order = SIDES.map((_, i) => SIDES[(i + rep) % SIDES.length]);
     for (const side of order) {
       const m = await once(side, url);
       (runs[side.id] ??= []).push(m);
