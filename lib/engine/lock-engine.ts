@@ -51,11 +51,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   private readonly watchdog: Watchdog;
   private readonly notifier: ReleaseNotifier;
   private readonly cleanups: BackgroundCleanups;
-  /**
-   * Plain tries serve every kind of lease; fair mode's queue (when on) orders exclusive ones and
-   * semaphore permits. (Readers of a read-write lock keep plain tries: fair mode's queue of
-   * writers holds them back instead.)
-   */
+  /** Plain tries serve every kind of lease; fair mode's queue orders all but readers' shares. */
   private readonly plain: Acquirer;
   private readonly fair?: Acquirer;
   private readonly multi: MultiAcquirer;

@@ -114,18 +114,19 @@ describe('arrival order', () => {
 
   it('keeps a permit freed by a lapse for the live waiter at the head, and for nobody once its entry lapsed', async () => {
     const lapsing = fair();
+    const acquiredAt = now();
     const held = await Promise.all(
-      [1, 2].map(() => lapsing.acquire('kept', { permits: PERMITS, ttl: 300, renew: false })),
+      [1, 2].map(() => lapsing.acquire('kept', { permits: PERMITS, ttl: 800, renew: false })),
     );
     const queuedAt = now();
-    await queueVanishedWaiter('kept', 'head-token', 1_200);
-    await sleep(400); // both leases end unreleased: two places free, no hand-off
+    await queueVanishedWaiter('kept', 'head-token', 2_000);
+    await sleep(Math.max(0, acquiredAt + 900 - now())); // both leases ended unreleased: no hand-off
     const newcomer = fair();
     // One place is kept for the head of the queue: the newcomer gets the other one only.
     const first = await newcomer.tryAcquire('kept', { permits: PERMITS });
     expect(first).not.toBeNull();
     expect(await newcomer.tryAcquire('kept', { permits: PERMITS })).toBeNull();
-    await sleep(Math.max(0, queuedAt + 1_300 - now())); // the head never refreshed: it lapsed
+    await sleep(Math.max(0, queuedAt + 2_100 - now())); // the head never refreshed: it lapsed
     const second = await newcomer.tryAcquire('kept', { permits: PERMITS });
     expect(second).not.toBeNull();
     expect(await redis.exists(queueKey('kept'))).toBe(0);
