@@ -7,6 +7,8 @@
 import { RedisBackend } from '../lib/backends/redis.backend';
 import type { FairLockBackend } from '../lib/backends/lock-backend';
 import { MemoryLockBackend } from '../lib/backends/memory.backend';
+import { SemaphoreLimitConflictError } from '../lib/errors/semaphore-limit-conflict.error';
+import type { LeaseKind } from '../lib/keys/lease-kind';
 import { lockRedisKeys, LockRedisKeys } from '../lib/keys/lock-keys';
 import { onSharedRedis } from './support/lock-services';
 import { sleep, waitFor } from './support/time';
@@ -38,13 +40,17 @@ class Transcript {
 
 type Scenario = (backend: FairLockBackend, keys: LockRedisKeys, t: Transcript) => Promise<void>;
 
-/** Runs `scenario` on `backend`, listening to its lock's channel; resolves the transcript. */
+/**
+ * Runs `scenario` on `backend` for a lock of `kind` (default: a mutex), listening to its lock's
+ * channel; resolves the transcript.
+ */
 async function run(
   backend: FairLockBackend,
   name: string,
   scenario: Scenario,
+  kind?: LeaseKind,
 ): Promise<Transcript> {
-  const keys = lockRedisKeys(shared.prefix, name);
+  const keys = lockRedisKeys(shared.prefix, name, kind);
   const transcript = new Transcript();
   const pubsub = backend.createPubSub();
   pubsub.onMessage((channel, message) => {
@@ -67,7 +73,7 @@ async function run(
   return transcript;
 }
 
-async function onBoth(name: string, scenario: Scenario): Promise<void> {
+async function onBoth(name: string, scenario: Scenario, kind?: LeaseKind): Promise<void> {
   const redis = new RedisBackend(
     { client: shared.redis, owned: false },
     1_000,
@@ -77,8 +83,8 @@ async function onBoth(name: string, scenario: Scenario): Promise<void> {
   );
   const memory = new MemoryLockBackend({ fenceRetention: 60_000, instanceId: INSTANCE });
   try {
-    const onRedis = await run(redis, `${name}-redis`, scenario);
-    const inMemory = await run(memory, `${name}-memory`, scenario);
+    const onRedis = await run(redis, `${name}-redis`, scenario, kind);
+    const inMemory = await run(memory, `${name}-memory`, scenario, kind);
     expect(inMemory.lines).toEqual(onRedis.lines);
     expect(inMemory.heard).toEqual(onRedis.heard);
   } finally {
@@ -258,5 +264,105 @@ it('wakes all when the last in line leaves a free fair lock, not while it is hel
     t.log(await backend.fairRelease(keys, 'w'));
     await waitFor(() => t.heard.length === 3);
     t.log(t.heard);
+  });
+});
+
+describe('fair semaphores', () => {
+  const TWO = { type: 'permit', permits: 2 } as const;
+  /** A fair permit try's reply, normalized: fences relative, a busy reply's ms as a range. */
+  const replyOf = async (
+    t: Transcript,
+    answer: Promise<Awaited<ReturnType<FairLockBackend['fairAcquire']>>>,
+    [low, high] = [4_000, 5_000],
+  ): Promise<unknown> => {
+    const reply = await answer;
+    if ('granted' in reply) return { granted: t.fence(reply.granted) };
+    if ('ours' in reply) return { ours: t.fence(reply.ours) };
+    return { ms: t.pttl(reply.retryAfterMs, low, high), fence: t.fence(reply.fence) };
+  };
+
+  it('grants N, queues the rest, hands freed permits to the first in line, and leaves alike', async () => {
+    await onBoth(
+      'fair-permits',
+      async (backend, keys, t) => {
+        const fair = (token: string, queue = true) =>
+          replyOf(t, backend.fairAcquire(keys, token, 5_000, queue, 1_000));
+        const granted = [await fair('a'), await fair('b')];
+        // Two places, two grants: a semaphore, not a mutex.
+        expect(granted.every((reply) => typeof reply === 'object' && 'granted' in reply!)).toBe(
+          true,
+        );
+        t.log(granted);
+        t.log(await fair('c')); // full: queued
+        t.log(await fair('d')); // queued behind c
+        t.log(await fair('e', false)); // busy, not queued
+        const other = new LockRedisKeys(keys.lock, { type: 'permit', permits: 3 });
+        const conflict = backend.fairAcquire(other, 'f', 5_000, true, 1_000);
+        t.log(await conflict.catch((e: unknown) => e instanceof SemaphoreLimitConflictError));
+        t.log(await backend.fairRelease(keys, 'a')); // handed to c
+        await waitFor(() => t.heard.length === 1);
+        t.log(await fair('c')); // already c's: granted anew, with a fence of its own
+        t.log(await fair('e', false)); // d still queues: no place for a newcomer
+        t.log(await backend.fairRelease(keys, 'd')); // leaves the queue, held nothing
+        t.log(await backend.fairRelease(keys, 'b')); // nobody queues: freed, the token published
+        t.log(await fair('x', false)); // a free place, nobody waiting
+        t.log(await backend.fairRelease(keys, 'c'));
+        t.log(await backend.fairRelease(keys, 'x'));
+        t.log(await backend.isLocked(keys));
+        await waitFor(() => t.heard.length === 4);
+      },
+      TWO,
+    );
+  });
+
+  it('passes over a lapsed entry, hands a dead one a short lease, and keeps a lapse-freed place for the head', async () => {
+    await onBoth(
+      'fair-permits-lapse',
+      async (backend, keys, t) => {
+        const fair = (token: string, ttl = 5_000, lifetime = 1_000, queue = true) =>
+          replyOf(t, backend.fairAcquire(keys, token, ttl, queue, lifetime), [0, 5_000]);
+        t.log(await fair('a'));
+        t.log(await fair('b', 100));
+        t.log(await fair('y', 5_000, 50)); // queued, then never refreshed
+        t.log(await fair('z')); // queued behind y
+        await sleep(150); // y's entry lapsed; b's lease ended unreleased: a place free
+        t.log(await fair('n', 5_000, 1_000, false)); // the free place is kept for z
+        t.log(await fair('z')); // z takes it
+        t.log(await fair('w', 5_000, 1_000)); // full again: w queues
+        t.log(await backend.fairRelease(keys, 'a')); // handed to w
+        t.log(await backend.extend(keys, 'w', 5_000)); // w holds it
+        t.log(await backend.fairRelease(keys, 'w'));
+        t.log(await backend.fairRelease(keys, 'z'));
+        t.log(await backend.isLocked(keys));
+        await waitFor(() => t.heard.length === 3);
+      },
+      TWO,
+    );
+  });
+
+  it('takes the limit from the first live waiter when no holder is left, and passes over another, alike', async () => {
+    await onBoth(
+      'fair-permits-limit',
+      async (backend, keys, t) => {
+        const three = new LockRedisKeys(keys.lock, { type: 'permit', permits: 3 });
+        const fair = (token: string, on = keys, ttl = 5_000) =>
+          replyOf(t, backend.fairAcquire(on, token, ttl, true, 2_000), [0, 5_000]);
+        t.log(await fair('a', keys, 100));
+        t.log(await fair('b', keys, 100));
+        for (const waiter of ['w1', 'w2', 'w3']) t.log(await fair(waiter));
+        await sleep(150); // both leases ended unreleased: no holder, no limit
+        t.log(await fair('x3', three)); // three live waiters keep all 3 places: queued
+        t.log(await backend.fairRelease(keys, 'nobody')); // w1's limit, 2: to w1 and w2
+        t.log(await backend.fairRelease(keys, 'w1')); // to w3
+        t.log(await backend.fairRelease(keys, 'w2')); // x3 passed over: nobody left
+        t.log(
+          await fair('x3', three).catch((e: unknown) => e instanceof SemaphoreLimitConflictError),
+        );
+        t.log(await backend.fairRelease(keys, 'w3'));
+        t.log(await backend.isLocked(keys));
+        await waitFor(() => t.heard.length === 5);
+      },
+      TWO,
+    );
   });
 });

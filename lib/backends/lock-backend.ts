@@ -111,7 +111,10 @@ export interface LockBackend {
 export interface FairLockBackend extends LockBackend {
   /**
    * Fair mode (one Redis or a Cluster; not Redlock): tries once, as the waiter `token` (one per
-   * acquire call), joining or staying in the queue when `queue` is set.
+   * acquire call), joining or staying in the queue when `queue` is set — for the lock, or for one
+   * of a semaphore's permits when `keys.kind` is a permit lease (`SemaphoreLimitConflictError`
+   * when the holders named another limit; a permit already `token`'s is granted anew, never
+   * answered `ours`).
    */
   fairAcquire(
     keys: LockRedisKeys,
@@ -122,7 +125,8 @@ export interface FairLockBackend extends LockBackend {
   ): Promise<FairAcquireReply>;
   /**
    * Fair mode: leaves the queue, and if `token` holds the lock, hands it to the first live waiter
-   * (or frees it). Resolves whether `token` held it.
+   * (or frees it); for a semaphore, hands every free permit to the first live waiters. Resolves
+   * whether `token` held it.
    */
   fairRelease(keys: LockRedisKeys, token: string): Promise<boolean>;
 }

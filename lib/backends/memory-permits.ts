@@ -1,12 +1,13 @@
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
 import { semaphoreMessages } from '../errors/semaphore-messages';
+import type { PermitLease } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { EvictedLock } from './lock-info';
 import type { MemoryKeyspace } from './memory-keyspace';
 
 /** One semaphore: its limit, and each permit's lease end on the keyspace's clock. */
-interface Semaphore {
+export interface Semaphore {
   limit: number;
   permits: Map<string, number>;
 }
@@ -28,25 +29,52 @@ export class MemoryPermits {
   ) {}
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): number {
+    const held = this.held(keys);
+    const { permits } = keys.kind as PermitLease;
+    // A re-sent grant keeps its place and gets a fence of its own, as in the Redis script.
+    if (held && held.permits.size >= permits && !held.permits.has(token)) {
+      return -this.soonestEnd(held);
+    }
+    return this.grant(keys, token, ttl);
+  }
+
+  /**
+   * The live permits of a permit lease's semaphore (lapsed ones dropped), or undefined when none;
+   * refuses a lease naming another limit than the holders', as every permit script does first.
+   */
+  held(keys: LockRedisKeys): Semaphore | undefined {
     if (keys.kind.type !== 'permit') throw new Error('not a permit lease');
-    if (!Number.isInteger(ttl) || ttl <= 0) throw notWholeMs();
-    const { permits } = keys.kind;
-    const now = this.space.now();
     const held = this.live(keys);
+    const { permits } = keys.kind;
     if (held && held.limit !== permits) {
       const message = semaphoreMessages.limitConflict(keys.lock, held.limit, permits);
       throw new SemaphoreLimitConflictError(message, held.limit, permits);
     }
-    // A re-sent grant keeps its place and gets a fence of its own, as in the Redis script.
-    if (held && held.permits.size >= permits && !held.permits.has(token)) {
-      return -Math.max(0, Math.ceil(Math.min(...held.permits.values()) - now));
-    }
-    const semaphore = held ?? { limit: permits, permits: new Map<string, number>() };
-    semaphore.permits.set(token, now + ttl);
+    return held;
+  }
+
+  /**
+   * Gives `token` a place for `ttl` ms; a new semaphore takes the limit `limit` (default: the one
+   * `keys` names). Resolves its fence.
+   */
+  grant(
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    limit = (keys.kind as PermitLease).permits,
+  ): number {
+    if (!Number.isInteger(ttl) || ttl <= 0) throw notWholeMs();
+    const semaphore = this.live(keys) ?? { limit, permits: new Map<string, number>() };
+    semaphore.permits.set(token, this.space.now() + ttl);
     this.semaphores.set(keys.lock, semaphore);
     const fence = this.space.nextFence(keys, ttl);
     this.space.fenceFollows(keys, this.latestEnd(semaphore));
     return fence;
+  }
+
+  /** Ms until the soonest permit lease of `held` ends (0: in this one), as the busy reply says. */
+  soonestEnd(held: Semaphore): number {
+    return Math.max(0, Math.ceil(Math.min(...held.permits.values()) - this.space.now()));
   }
 
   extend(keys: LockRedisKeys, token: string, ms: number): boolean {
@@ -59,10 +87,16 @@ export class MemoryPermits {
   }
 
   release(keys: LockRedisKeys, token: string): boolean {
+    if (!this.take(keys, token)) return false;
+    this.publish(keys.channel, token);
+    return true;
+  }
+
+  /** Removes `token`'s permit, and the semaphore with its last one; whether it was live. */
+  take(keys: LockRedisKeys, token: string): boolean {
     const held = this.live(keys);
     if (!held?.permits.delete(token)) return false;
     if (held.permits.size === 0) this.semaphores.delete(keys.lock);
-    this.publish(keys.channel, token);
     return true;
   }
 
@@ -82,7 +116,7 @@ export class MemoryPermits {
   }
 
   /** The live permits of the lock's semaphore (lapsed ones dropped), or undefined when none. */
-  private live(keys: LockRedisKeys): Semaphore | undefined {
+  live(keys: LockRedisKeys): Semaphore | undefined {
     const semaphore = this.semaphores.get(keys.lock);
     if (!semaphore) return undefined;
     const now = this.space.now();

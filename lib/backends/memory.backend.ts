@@ -15,6 +15,7 @@ import type { LockNamesPage } from './lock-scan';
 import { MemoryKeyspace, rawInfoOf } from './memory-keyspace';
 import { MemoryAcquireAll } from './memory-acquire-all';
 import { MemoryFairQueue } from './memory-fair';
+import { MemoryFairPermits } from './memory-fair-permits';
 import { MemoryPermits } from './memory-permits';
 import { MemoryPubSubHub } from './memory-pubsub';
 
@@ -42,7 +43,7 @@ export interface MemoryLockBackendOptions {
  * -(holder's PTTL), the all-or-nothing grant of several locks (`acquireAll`), fair mode's queue
  * (waiter entries that lapse after `waiterTtl`, a free lock reserved for the head of the queue,
  * hand-off on release), read-write locks (readers' shares, writers waiting: see
- * MemorySharedLeases), semaphores (MemoryPermits), the holder record of each grant
+ * MemorySharedLeases), semaphores (MemoryPermits; in fair mode MemoryFairPermits), the holder record of each grant
  * (instance id, and since on `Date.now()`: epoch ms as on Redis, fake timers included) with its
  * waiters' ids for inspection, listing (`scan`, its cursor an index in name order), and pub/sub: a release publishes the
  * releasing token, a forced release '1', a hand-off `grant:<token>:<fence>`, on the lock's
@@ -64,8 +65,9 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly permits: MemoryPermits;
   /** Read-write locks: the readers' shares and the writers waiting. */
   private readonly shared: MemorySharedLeases;
-  /** Fair mode: the queue of waiters and the hand-off. */
+  /** Fair mode: the queue of waiters and the hand-off, of a lock or of a semaphore's permits. */
   private readonly fair: MemoryFairQueue;
+  private readonly fairPermits: MemoryFairPermits;
   /** Multi-key locks: all or none. */
   private readonly allOrNone: MemoryAcquireAll;
 
@@ -75,9 +77,9 @@ export class MemoryLockBackend implements FairLockBackend {
       options.now ?? (() => performance.now()),
       options.fenceRetention ?? 60_000,
     );
-    this.permits = new MemoryPermits(this.keys, (channel, message) =>
-      this.hub.publish(channel, message),
-    );
+    const publish = (channel: string, message: string) => this.hub.publish(channel, message);
+    this.permits = new MemoryPermits(this.keys, publish);
+    this.fairPermits = new MemoryFairPermits(this.keys, this.permits, publish);
     this.shared = new MemorySharedLeases(this.keys, this.hub);
     this.fair = new MemoryFairQueue(this.keys, this.shared, this.hub, this.instanceId);
     this.allOrNone = new MemoryAcquireAll(this.keys, this.shared, this.instanceId);
@@ -139,11 +141,13 @@ export class MemoryLockBackend implements FairLockBackend {
   }
 
   fairAcquire(...args: Parameters<MemoryFairQueue['acquire']>): Promise<FairAcquireReply> {
-    return this.command(() => this.fair.acquire(...args));
+    const fair = args[0].kind.type === 'permit' ? this.fairPermits : this.fair;
+    return this.command(() => fair.acquire(...args));
   }
 
   fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.command(() => this.fair.release(keys, token));
+    const fair = keys.kind.type === 'permit' ? this.fairPermits : this.fair;
+    return this.command(() => fair.release(keys, token));
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
@@ -214,6 +218,7 @@ export class MemoryLockBackend implements FairLockBackend {
 
   /** Fair mode: the queued waiters' tokens, first come first. */
   queued(keys: LockRedisKeys): string[] {
+    if (keys.kind.type === 'permit') return this.fairPermits.queued(keys);
     return [...(this.keys.queue(keys)?.waiters.keys() ?? [])];
   }
 

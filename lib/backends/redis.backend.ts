@@ -33,6 +33,7 @@ import { renewInBatches } from './renew-batches';
 import { permitsOf, RedisPermits, renewByKind } from './redis-permits';
 import { ExclusiveLeases } from './redis-exclusive';
 import { RedisFairQueue } from './redis-fair';
+import { RedisFairPermits } from './redis-fair-permits';
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements FairLockBackend {
@@ -56,8 +57,9 @@ export class RedisBackend implements FairLockBackend {
   private readonly shared: SharedLeases;
   /** Exclusive leases, the default kind. */
   private readonly exclusive: ExclusiveLeases;
-  /** Fair mode's queue and hand-off. */
+  /** Fair mode's queue and hand-off: of the lock, or of a semaphore's permits. */
   private readonly fair: RedisFairQueue;
+  private readonly fairPermits: RedisFairPermits;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -78,13 +80,9 @@ export class RedisBackend implements FairLockBackend {
     });
     this.permits = new RedisPermits(this.client, fenceRetention, publishing);
     this.exclusive = new ExclusiveLeases(this.client, fenceRetention, instanceId, publishing);
-    this.fair = new RedisFairQueue(
-      this.client,
-      fenceRetention,
-      instanceId,
-      () => this.resets,
-      publishing,
-    );
+    const resets = () => this.resets;
+    this.fair = new RedisFairQueue(this.client, fenceRetention, instanceId, resets, publishing);
+    this.fairPermits = new RedisFairPermits(this.client, fenceRetention, resets, publishing);
     this.shared = new SharedLeases(
       this.client,
       fenceRetention,
@@ -192,11 +190,11 @@ export class RedisBackend implements FairLockBackend {
   }
 
   fairAcquire(...args: Parameters<RedisFairQueue['acquire']>): Promise<FairAcquireReply> {
-    return this.fair.acquire(...args);
+    return (permitsOf(args[0]) !== undefined ? this.fairPermits : this.fair).acquire(...args);
   }
 
   fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.fair.release(keys, token);
+    return (permitsOf(keys) !== undefined ? this.fairPermits : this.fair).release(keys, token);
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {

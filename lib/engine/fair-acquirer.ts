@@ -20,7 +20,7 @@ const MIN_WAITER_TTL_MS = 1_000;
 
 /**
  * Fair mode: the waiter queues in Redis under one token for the whole call, and a release hands
- * the lock to it directly (a `grant` message) when it is first in line.
+ * the lock — or a semaphore's permit — to it directly (a `grant` message) when it is first in line.
  */
 export class FairAcquirer implements Acquirer {
   /**
@@ -46,7 +46,7 @@ export class FairAcquirer implements Acquirer {
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     request.signal?.throwIfAborted();
     const started = monotonicNow();
-    const keys = this.context.keysOf(request.key);
+    const keys = this.context.keysOf(request.key, request.kind);
     const call = new FairCall(newToken(), started);
     let outcome: AcquireOutcome;
     try {

@@ -32,9 +32,9 @@ export class LeaseReleaser {
       // leaves (none is due before: no local hand-off).
       return release(() => this.backend.release(lock.redisKeys, lock.token));
     }
-    if (fairBackend && lock.redisKeys.kind.type === 'exclusive') {
-      // The release script hands the lock to the next in line itself: no local hand-off. (Only
-      // exclusive locks queue; a semaphore's permits are served plainly, also in fair mode.)
+    if (fairBackend) {
+      // The release script hands the lock (or the permit) to the next in line itself: no local
+      // hand-off.
       return release(() => fairBackend.fairRelease(lock.redisKeys, lock.token));
     }
     // A waiter in this process is woken when Redis answers, unless the release message was first.

@@ -51,7 +51,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   private readonly watchdog: Watchdog;
   private readonly notifier: ReleaseNotifier;
   private readonly cleanups: BackgroundCleanups;
-  /** Plain tries serve every kind of lease; fair mode's queue (when on) orders exclusive ones. */
+  /** Plain tries serve every kind of lease; fair mode's queue orders all but readers' shares. */
   private readonly plain: Acquirer;
   private readonly fair?: Acquirer;
   private readonly multi: MultiAcquirer;
@@ -107,8 +107,8 @@ export class LockEngine implements LockOperations<HeldLock> {
    * Redis and a release hands the lock to the first in line.
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    const exclusive = (request.kind?.type ?? 'exclusive') === 'exclusive';
-    const acquirer = exclusive ? (this.fair ?? this.plain) : this.plain;
+    const queues = (request.kind?.type ?? 'exclusive') !== 'shared';
+    const acquirer = queues ? (this.fair ?? this.plain) : this.plain;
     return this.calls.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
   }
 

@@ -29,7 +29,8 @@ export interface AcquireOptions {
    * Makes the lock a semaphore: up to `permits` holders of the key at once, each with its own
    * permit (token, lease, renewal). Every holder of the key must name the same number (else
    * `SemaphoreLimitConflictError`). A semaphore is a lock of its own, apart from the mutex on
-   * the same key. Absent: the plain mutex. See docs/semaphores.md.
+   * the same key. In fair mode (module option `fair`) its waiters are served in arrival order.
+   * Absent: the plain mutex. See docs/semaphores.md.
    */
   permits?: number;
   /**
@@ -96,7 +97,8 @@ export interface LockedOptions {
    * Makes the lock a semaphore: up to `permits` holders of the key at once, each with its own
    * permit (token, lease, renewal). Every holder of the key must name the same number (else
    * `SemaphoreLimitConflictError`). A semaphore is a lock of its own, apart from the mutex on
-   * the same key. Absent: the plain mutex. See docs/semaphores.md.
+   * the same key. In fair mode (module option `fair`) its waiters are served in arrival order.
+   * Absent: the plain mutex. See docs/semaphores.md.
    */
   permits?: number;
   /**

@@ -80,7 +80,8 @@ export interface RedisLockModuleOptions {
   replicaAck?: ReplicaAckOptions;
   /**
    * First come, first served: waiters queue in Redis, and a release hands the lock straight to
-   * the longest-waiting live one (no race between woken waiters, no barging by newcomers). Costs
+   * the longest-waiting live one (no race between woken waiters, no barging by newcomers). The
+   * same for a semaphore (`permits`): each freed permit goes to the first in line. Costs
    * two more keys per contended lock and a queue refresh by each waiter every
    * `min(ttl, waiterTtl) / 3`; a waiter that dies while queued can hold up the queue for at most
    * `waiterTtl` (`max(1000, 2 × commandTimeout)` ms). One Redis or a Cluster; not with `redlock`

@@ -249,6 +249,31 @@ describe.each(backends)('engine contract on $name', (backend) => {
     expect(new Set(fences).size).toBe(4);
   });
 
+  it('fair semaphore: hands freed permits to the waiters in arrival order, never more than N', async () => {
+    const [service, ...others] = instances(4, { fair: true }) as [LockService, ...LockService[]];
+    const options = { permits: 2, ttl: 20_000 };
+    const held = [await service.acquire(key, options), await service.acquire(key, options)];
+    const order: string[] = [];
+    const waiters: Promise<LockHandle>[] = [];
+    for (const [index, name] of ['a', 'b', 'c'].entries()) {
+      const acquired = others[index]!.acquire(key, { ...options, wait: 10_000 });
+      waiters.push(acquired.then((lock) => (order.push(name), lock)));
+      await sleep(100); // queued one after the other
+    }
+    expect(await service.tryAcquire(key, options)).toBeNull();
+    await held[0]!.release();
+    const a = await waiters[0]!;
+    expect(await service.tryAcquire(key, options)).toBeNull(); // handed on: never free
+    await held[1]!.release();
+    const b = await waiters[1]!;
+    await a.release();
+    const c = await waiters[2]!;
+    expect(order).toEqual(['a', 'b', 'c']);
+    const fences = [...held, a, b, c].map((lock) => lock.fence);
+    expect(new Set(fences).size).toBe(5);
+    await Promise.all([b, c].map((lock) => lock.release()));
+  });
+
   it('onBusy: a busy @Locked method skips (resolves undefined) or throws, without running', async () => {
     const app = await jobs();
     const holder = await app.locks.acquire('job');

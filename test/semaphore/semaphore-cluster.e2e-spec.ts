@@ -1,11 +1,12 @@
 /**
  * Semaphores on a Redis Cluster (3 primaries): keys in different slots, each served by its own
- * shard, hold N permits at most; a release wakes a waiter through the shard's pub/sub; every key
- * written has a TTL on the node that holds it.
+ * shard, hold N permits at most; a release wakes a waiter through the shard's pub/sub; in fair
+ * mode each shard serves its key's waiters in arrival order; every key written has a TTL on the
+ * node that holds it.
  */
-import type { LockService } from 'nestjs-redis-lock';
+import type { LockHandle, LockService } from 'nestjs-redis-lock';
 import { onOwnCluster } from '../support/own-cluster';
-import { now, sleep } from '../support/time';
+import { now, sleep, waitFor } from '../support/time';
 import { nodeClient } from '../support/topologies';
 
 const PERMITS = 2;
@@ -81,5 +82,37 @@ describe(`a semaphore of ${PERMITS} permits on a Cluster`, () => {
     await Promise.all(held.map((lock) => lock.release()));
     expect(Object.keys(seen)).toHaveLength(keys.length * 3); // permits, limit, fence per key
     for (const pttl of Object.values(seen)) expect(pttl).toBeGreaterThan(0);
+  });
+});
+
+describe(`a fair semaphore of ${PERMITS} permits on a Cluster`, () => {
+  it('serves each shard’s waiters in arrival order, its queue keys in the key’s slot with a TTL', async () => {
+    const fairService = (): LockService => cluster.service({ ttl: 10_000, fair: true });
+    const holder = fairService();
+    for (const key of await keyPerShard()) {
+      const permits = `${prefix}{${key}}:permits`;
+      const held = await Promise.all([1, 2].map(() => holder.acquire(key, { permits: PERMITS })));
+      const order: number[] = [];
+      const waiters: Promise<LockHandle>[] = [];
+      for (let i = 0; i < 3; i++) {
+        const acquired = fairService().acquire(key, { permits: PERMITS, wait: 10_000 });
+        waiters.push(acquired.then((lock) => (order.push(i), lock)));
+        await waitFor(async () => (await cluster.admin.zcard(`${permits}:queue`)) === i + 1);
+      }
+      // The queue and its entries live on the key's own node (one slot), each with a TTL.
+      for (const name of [`${permits}:queue`, `${permits}:waiters`]) {
+        expect(await cluster.admin.pttl(name)).toBeGreaterThan(0);
+      }
+      // One freed permit at a time, each to the first in line.
+      const frees = [() => held[0]!.release(), () => held[1]!.release()];
+      frees.push(async () => (await waiters[0]!).release());
+      for (const [i, free] of frees.entries()) {
+        await free();
+        await waiters[i];
+        expect(order).toEqual(Array.from({ length: i + 1 }, (_, n) => n));
+      }
+      await Promise.all(waiters.slice(1).map(async (lock) => (await lock).release()));
+      expect(await cluster.admin.exists(permits, `${permits}:queue`)).toBe(0);
+    }
   });
 });

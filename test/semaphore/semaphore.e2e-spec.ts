@@ -1,14 +1,14 @@
 /**
  * Semaphores on one Redis, in one process (the cross-process bound is semaphore-fuzz): N holders
  * at once and no more, the busy reply, wake-ups by the release message, the limit agreed by every
- * holder, re-entrancy, renewal and loss, fair mode, and a TTL on every key written.
+ * holder, re-entrancy, renewal and loss, and a TTL on every key written (fair mode:
+ * semaphore-fair).
  */
 import {
   LockLostError,
   LockNotAcquiredError,
   RedisLockConfigError,
   SemaphoreLimitConflictError,
-  type LockHandle,
 } from 'nestjs-redis-lock';
 import { RedisBackend } from '../../lib/backends/redis.backend';
 import { lockRedisKeys } from '../../lib/keys/lock-keys';
@@ -207,19 +207,6 @@ describe('renewal, loss, events', () => {
     // maxHold released the permit: the place is free again at once.
     const next = await locks.acquire('bounds', { permits: 1, wait: 2_000 });
     await next.release();
-  });
-
-  it('serves permits in fair mode too (plain order; fair queues order mutexes only)', async () => {
-    const locks = services.create({ fair: true, ttl: 10_000 });
-    const held = await Promise.all([1, 2].map(() => locks.acquire('fair', { permits: 2 })));
-    const waiter = locks.acquire('fair', { permits: 2, wait: 5_000 });
-    await sleep(100);
-    const releasedAt = now();
-    await held[0]!.release();
-    const third = await waiter;
-    expect(now() - releasedAt).toBeLessThan(3_000);
-    await Promise.all([third, held[1]!].map((lock: LockHandle) => lock.release()));
-    expect(await redis.exists(`${prefix}{fair}:queue`)).toBe(0);
   });
 });
 

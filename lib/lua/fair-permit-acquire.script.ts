@@ -1,0 +1,86 @@
+import { dropWaiterLua, waitersAheadLua } from './fair-permit.lua';
+import { nextFenceLua } from './fence.lua';
+import { LuaScript } from './lua-script';
+import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
+
+/**
+ * Fair mode's try for a permit of a semaphore: first come, first served. A free place goes to a
+ * waiter only when fewer live waiters queue ahead of it than there are free places (each keeps
+ * one), so a later waiter never takes the place of an earlier one; a release hands freed places
+ * to the head of the queue directly (`fairPermitReleaseScript`).
+ * Keys: the permits (ZSET token → lease end), the limit, the fence counter, the queue (ZSET token
+ * → arrival, µs), the waiters' entries (HASH, see fair-permit.lua). All in one hash slot.
+ * Args: the token (one per acquire call: its place in the queue and, once granted, its permit),
+ * the lease in ms, the limit N, '1' to queue (or stay queued) when busy, the entry lifetime in ms,
+ * how long (ms) the fence counter outlives the leases.
+ * Returns the fence (> 0) when granted; {-(ms until worth retrying), fence counter} when busy;
+ * {limit} when the holders took the key with another limit.
+ */
+export const fairPermitAcquireScript = new LuaScript<
+  readonly [
+    permitsKey: string,
+    limitKey: string,
+    fenceKey: string,
+    queueKey: string,
+    waitersKey: string,
+  ],
+  readonly [
+    token: string,
+    leaseMs: number,
+    permits: number,
+    queueIfBusy: '1' | '0',
+    entryLifetimeMs: number,
+    fenceRetentionMs: number,
+  ],
+  number | [heldLimit: number] | [negativeRetryMs: number, fence: number]
+>(
+  'fair-permit-acquire',
+  `
+local permitsKey, limitKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local token, leaseMs, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local queueIfBusy, entryLifetimeMs = ARGV[4], tonumber(ARGV[5])
+local fenceRetentionMs = tonumber(ARGV[6])
+${nowMsLua}${prunePermitsLua('permitsKey')}
+local held = redis.call('ZCARD', permitsKey)
+if held > 0 then
+  -- Holders that disagree about N would each count against their own limit: refuse instead.
+  local limit = tonumber(redis.call('GET', limitKey))
+  if limit and limit ~= permits then return { limit } end
+end
+-- Already ours (a release handed it to us and its message has not reached us, or this try was
+-- re-sent): granted anew below, with a fence of its own — the counter as it stands may be a
+-- later holder's, and two holders must never share one.
+if not redis.call('ZSCORE', permitsKey, token) then
+  local free = permits - held
+${waitersAheadLua}
+  if ahead >= free then
+    -- Busy: until the soonest lease ends (all N held), or until a waiter keeping a free place
+    -- lapses, whichever comes first.
+    local retry
+    if held > 0 then
+      retry = tonumber(redis.call('ZRANGE', permitsKey, 0, 0, 'WITHSCORES')[2]) - now
+    end
+    if soonestLapse and (not retry or soonestLapse - now < retry) then retry = soonestLapse - now end
+    if queueIfBusy == '1' then
+      -- Arrival order: a waiter keeps its place across refreshes (NX); its entry is renewed.
+      redis.call('ZADD', queueKey, 'NX', string.format('%d', clock[1] * 1000000 + clock[2]), token)
+      local entry = string.format('%d %d %d', now + entryLifetimeMs,
+        math.min(leaseMs, entryLifetimeMs), permits)
+      redis.call('HSET', waitersKey, token, entry)
+      -- The queue outlives no waiter: it goes when the last entry would have lapsed.
+      for _, key in ipairs({ queueKey, waitersKey }) do
+        if redis.call('PTTL', key) < entryLifetimeMs then
+          redis.call('PEXPIRE', key, entryLifetimeMs)
+        end
+      end
+    end
+    return { -math.max(0, retry or 0), tonumber(redis.call('GET', fenceKey)) or 0 }
+  end
+end
+${dropWaiterLua('token')}
+redis.call('ZADD', permitsKey, string.format('%d', now + leaseMs), token)
+redis.call('SET', limitKey, string.format('%d', permits))
+${nextFenceLua('fenceKey', 'leaseMs + fenceRetentionMs')}${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs')}
+return fence
+`,
+);

@@ -1,0 +1,44 @@
+/**
+ * Lua shared by the fair semaphore scripts. Waiters for a permit queue in a sorted set (token →
+ * arrival, µs on Redis' clock) beside a hash of their entries (token → "lapsesAt lease permits":
+ * when the entry lapses unless refreshed, the lease a hand-off gives it, and the limit N it asked
+ * for), all in the semaphore's hash slot. The scripts that use these pieces name those keys
+ * `queueKey` and `waitersKey`, and read `now` (ms) from `nowMsLua` first.
+ */
+
+/**
+ * Sets `lapsesAt`, `lease` and `limitAsked` from the entry of waiter `waiter` (0 each when the
+ * entry is missing or garbled: a lapsed entry).
+ */
+export const readEntryLua = (waiter: string): string => `
+local lapsesAt, lease, limitAsked = string.match(
+  redis.call('HGET', waitersKey, ${waiter}) or '', '^(%d+) (%d+) (%d+)$')
+lapsesAt, lease, limitAsked = tonumber(lapsesAt) or 0, tonumber(lease) or 0, tonumber(limitAsked) or 0
+`;
+
+/** Removes `waiter` from the queue and its entry. */
+export const dropWaiterLua = (waiter: string): string => `
+redis.call('ZREM', queueKey, ${waiter})
+redis.call('HDEL', waitersKey, ${waiter})
+`;
+
+/**
+ * Counts the live waiters queued ahead of `token`, from the head, up to `free` of them (the free
+ * places they keep): sets `ahead`, and `soonestLapse`, the earliest time one of those lapses.
+ * Lapsed entries met on the way are dropped: a waiter that stopped refreshing (crashed, or left
+ * without saying so) keeps no place.
+ */
+export const waitersAheadLua = `
+local ahead, soonestLapse, index = 0, nil, 0
+while ahead < free do
+  local waiter = redis.call('ZRANGE', queueKey, index, index)[1]
+  if not waiter or waiter == token then break end
+  ${readEntryLua('waiter')}
+  if lapsesAt > now then
+    ahead, index = ahead + 1, index + 1
+    if not soonestLapse or lapsesAt < soonestLapse then soonestLapse = lapsesAt end
+  else
+    ${dropWaiterLua('waiter')}
+  end
+end
+`;
