@@ -18,8 +18,12 @@ import {
 } from './support/topologies';
 import { uniquePrefix } from './support/unique-prefix';
 
-/** Distinct keys locked and released in the footprint test (`FOOTPRINT_KEYS` to change it). */
-const FOOTPRINT_KEYS = Number(process.env.FOOTPRINT_KEYS ?? 100_000);
+/**
+ * Distinct keys locked and released in the footprint test (`FOOTPRINT_KEYS` to change it). Every
+ * key is checked on its own — any key without a TTL, or with one past the bound, is left over —
+ * so a burst of 10,000 proves what 100,000 does, in a tenth of the time.
+ */
+const FOOTPRINT_KEYS = Number(process.env.FOOTPRINT_KEYS ?? 10_000);
 
 /** Every key under `prefix` on one node (SCAN, never KEYS). */
 async function keysUnder(redis: Redis, prefix: string): Promise<string[]> {

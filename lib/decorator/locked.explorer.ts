@@ -49,11 +49,18 @@ export class LockedExplorer implements OnModuleInit {
     }
   }
 
-  onModuleInit(): void {
-    for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);
-    for (const wrapper of this.discovery.getProviders()) {
-      bindFactoryResults(wrapper);
-      this.explore(wrapper, false);
+  async onModuleInit(): Promise<void> {
+    try {
+      for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);
+      for (const wrapper of this.discovery.getProviders()) {
+        bindFactoryResults(wrapper);
+        this.explore(wrapper, false);
+      }
+    } catch (error) {
+      // Nest runs no shutdown hook after a failed init (an application context's close() only
+      // re-throws it): close what the module opened, or ioredis' reconnects keep the process alive.
+      if (isInternalLockSource(this.locks)) await this.locks.close();
+      throw error;
     }
   }
 

@@ -15,6 +15,7 @@ import {
   RedisLockModule,
 } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
+import { waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
 import { keysUnder } from './decorator-app';
 
@@ -116,6 +117,31 @@ describe('misuse of @Locked is a clear error', () => {
       expect(error).toBeInstanceOf(LockKeyError);
       expect((error as Error).message).toContain('another decorator may wrap it');
       expect((error as Error).message).toContain('Put @Locked() closest to the method');
+    });
+
+    it('closes the connections it opened when it refuses an application context (whose close() runs no hook then)', async () => {
+      // A standalone application context whose init failed re-throws that failure from close()
+      // and runs no shutdown hook: only the module itself can close what it opened.
+      const connectionName = `${prefix}refused`;
+      const { hostname, port } = new URL(SHARED_REDIS_URL);
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          RedisLockModule.forRoot({
+            redis: { host: hostname, port: Number(port || 6379), connectionName },
+            prefix,
+          }),
+        ],
+        providers: [TypoService],
+      }).compile();
+      await expect(moduleRef.init()).rejects.toBeInstanceOf(LockKeyError);
+      await expect(moduleRef.close()).rejects.toBeInstanceOf(LockKeyError);
+      const connected = async () =>
+        String(await redis.call('CLIENT', 'LIST'))
+          .split('\n')
+          .filter((line) => line.includes(`name=${connectionName}`));
+      // The server notices a dropped socket a moment later; a leaked one stays for good.
+      await waitFor(async () => (await connected()).length === 0, 3_000).catch(() => undefined);
+      expect(await connected()).toEqual([]);
     });
 
     it('boots fine when everything is right', async () => {

@@ -1,8 +1,15 @@
 /**
- * The sample voucher shop, end to end: three replicas (separate processes) behind one Redis take
- * 300 concurrent orders for a voucher with less stock than buyers. With the locks every user gets
- * at most one order and exactly the stock is sold; the same burst with LOCKS=off must oversell or
- * duplicate, which proves the first half can fail.
+ * The sample shop, end to end: three replicas (separate processes) behind one Redis.
+ *
+ * - Vouchers: 300 concurrent orders for a voucher with less stock than buyers. With the locks
+ *   every user gets at most one order and exactly the stock is sold.
+ * - Credit transfers (`POST /transfers` under `@Locked(['wallet:<body.from>', 'wallet:<body.to>'])`):
+ *   concurrent transfers between three users in both directions. With the lock every balance is
+ *   what the transfers that succeeded add up to, and the total is conserved.
+ *
+ * The same bursts on replicas started with LOCKS=off must oversell or duplicate, and lose
+ * updates: proof that the first halves can fail. Both scenarios run on one fleet of each kind,
+ * since starting a replica (Nest, OpenTelemetry, terminus) is the slow part.
  */
 import { LockService } from 'nestjs-redis-lock';
 import {
@@ -26,6 +33,9 @@ const ATTEMPTS_PER_USER = 10;
 const STOCK = 10;
 const VOUCHER = 'flash-sale';
 const REPLICAS = 3;
+const CREDIT_USERS = ['ann', 'bob', 'cy'];
+const OPENING = 1_000;
+const TRANSFERS = 60;
 
 const redis = redisClient();
 afterAll(async () => {
@@ -63,6 +73,60 @@ async function runBurst(fleet: Fleet): Promise<{ attempts: Attempt[]; summary: B
   const voucher = await readVoucher(fleet.urls[REPLICAS - 1]!, VOUCHER);
   return { attempts, summary: summarize(attempts, voucher, REPLICAS) };
 }
+
+interface TransferBurst {
+  /** Each user's balance as the transfers answered 200 add up to. */
+  ledger: Record<string, number>;
+  balances: Record<string, number>;
+  statuses: number[];
+  busy: number;
+}
+
+/** Sets every user's credit, fires the transfers at once over the replicas, reads the result. */
+async function fireTransfers(fleet: Fleet): Promise<TransferBurst> {
+  const put = (userId: string) =>
+    fetch(`${fleet.urls[0]}/credits/${userId}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ credit: OPENING }),
+    });
+  await Promise.all(CREDIT_USERS.map(put));
+  const ledger = Object.fromEntries(CREDIT_USERS.map((user) => [user, OPENING]));
+  const responses = await Promise.all(
+    Array.from({ length: TRANSFERS }, async (_, i) => {
+      // ann → bob, bob → cy, cy → ann, and every pair the other way round as well.
+      const a = CREDIT_USERS[i % 3]!;
+      const b = CREDIT_USERS[(i + 1) % 3]!;
+      const [from, to] = i % 2 ? [a, b] : [b, a];
+      const amount = 1 + (i % 5);
+      const response = await fetch(`${fleet.urls[i % fleet.urls.length]}/transfers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ from, to, amount }),
+      });
+      const body = (await response.json()) as { reason?: string };
+      if (response.status === 200) {
+        ledger[from]! -= amount;
+        ledger[to]! += amount;
+      }
+      return { status: response.status, busy: body.reason === 'busy' };
+    }),
+  );
+  const balances: Record<string, number> = {};
+  for (const user of CREDIT_USERS) {
+    const response = await fetch(`${fleet.urls[1]}/credits/${user}`);
+    balances[user] = ((await response.json()) as { credit: number }).credit;
+  }
+  return {
+    ledger,
+    balances,
+    statuses: responses.map((r) => r.status),
+    busy: responses.filter((r) => r.busy).length,
+  };
+}
+
+const totalOf = (balances: Record<string, number>) =>
+  Object.values(balances).reduce((sum, value) => sum + value, 0);
 
 describe('voucher shop on 3 replicas with locks', () => {
   const prefix = uniquePrefix('sample-shop');
@@ -225,6 +289,27 @@ describe('voucher shop on 3 replicas with locks', () => {
     }
   });
 
+  describe('credit transfers under the multi-key lock', () => {
+    let burst: TransferBurst;
+
+    beforeAll(async () => {
+      burst = await fireTransfers(fleet!);
+    }, 90_000);
+
+    it('answers every transfer 200, or 409 busy after waiting its 5 s, never anything else', () => {
+      const other = burst.statuses.filter((status) => status !== 200 && status !== 409);
+      expect(other).toEqual([]);
+      expect(burst.statuses.filter((status) => status === 409)).toHaveLength(burst.busy);
+      expect(burst.statuses.filter((status) => status === 200).length).toBeGreaterThan(0);
+    });
+
+    it('conserves the total, and each balance is what its transfers add up to', () => {
+      expect(totalOf(burst.balances)).toBe(CREDIT_USERS.length * OPENING);
+      expect(burst.balances).toEqual(burst.ledger);
+    });
+  });
+
+  // Last: it stops the fleet every test above uses.
   it('shuts down gracefully on SIGTERM, closing its Redis connections', async () => {
     await fleet!.stop();
     for (const replica of fleet!.replicas) {
@@ -236,7 +321,7 @@ describe('voucher shop on 3 replicas with locks', () => {
   });
 });
 
-describe('control: the same burst with LOCKS=off', () => {
+describe('control: the same bursts with LOCKS=off', () => {
   const prefix = uniquePrefix('sample-shop-nolock');
   let fleet: Fleet | undefined;
 
@@ -261,6 +346,12 @@ describe('control: the same burst with LOCKS=off', () => {
     });
     expect(metricSum(await scrape(fleet!.urls[0]!), 'lock_acquired_total')).toBeUndefined();
   });
+
+  it('loses credit updates: the balances are not what the transfers add up to', async () => {
+    const burst = await fireTransfers(fleet!);
+    expect(burst.statuses.every((status) => status === 200)).toBe(true);
+    expect(burst.balances).not.toEqual(burst.ledger);
+  }, 90_000);
 });
 
 describe('voucher shop health with its Redis paused', () => {
