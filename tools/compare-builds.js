@@ -2,7 +2,8 @@
 //   NODE_PATH=node_modules node tools/compare-builds.js <dist A> <dist B> [reps]
 // Per build: S1 (sequential acquire + release of fresh keys) and S2 (64 concurrent loops), on the
 // Redis at REDIS_URL under a unique prefix. Prints medians per build and the B/A ratio, with the
-// spread. Build each with `npx tsc -p tsconfig.build.json --outDir <dir>`.
+// spread. Build each with `npx tsc -p tsconfig.build.json --outDir <dir>`. AB_KEYS=2 locks two
+// keys per call (`acquire([a, b])`) instead of one.
 'use strict';
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
@@ -17,12 +18,16 @@ const redis = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const S1_OPS = 3_000;
 const S2_MS = 1_500;
 const S2_LOOPS = 64;
+const KEYS = Number(process.env.AB_KEYS ?? 1);
+/** What one call locks: `name`, or KEYS keys named after it. */
+const target = (name) =>
+  KEYS === 1 ? name : Array.from({ length: KEYS }, (_, i) => `${name}:${i}`);
 
 async function s1(locks, tag) {
   const cpu = process.cpuUsage();
   const start = performance.now();
   for (let i = 0; i < S1_OPS; i++) {
-    const lock = await locks.acquire(`${tag}:${i}`);
+    const lock = await locks.acquire(target(`${tag}:${i}`));
     await lock.release();
   }
   const ms = performance.now() - start;
@@ -35,14 +40,17 @@ async function s2(locks, tag) {
   const end = performance.now() + S2_MS;
   const loop = async (n) => {
     for (let i = 0; performance.now() < end; i++) {
-      const lock = await locks.acquire(`${tag}:${n}:${i}`);
+      const lock = await locks.acquire(target(`${tag}:${n}:${i}`));
       await lock.release();
       ops++;
     }
   };
+  const cpu = process.cpuUsage();
   const start = performance.now();
   await Promise.all(Array.from({ length: S2_LOOPS }, (_, n) => loop(n)));
-  return { opsPerS: (ops / (performance.now() - start)) * 1000 };
+  const used = process.cpuUsage(cpu);
+  const opsPerS = (ops / (performance.now() - start)) * 1000;
+  return { opsPerS, cpuUsPerOp: (used.user + used.system) / ops };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -55,6 +63,7 @@ async function main() {
     s1: [],
     cpu: [],
     s2: [],
+    s2cpu: [],
   }));
   const prefix = `ab:${process.pid}:`;
   for (let rep = 0; rep < REPS; rep++) {
@@ -67,19 +76,22 @@ async function main() {
       build.s1.push(one.opsPerS);
       build.cpu.push(one.cpuUsPerOp);
       build.s2.push(many.opsPerS);
+      build.s2cpu.push(many.cpuUsPerOp);
       await locks.close();
     }
   }
   for (const b of builds) {
     console.log(
       `${b.dir}: S1 ${median(b.s1).toFixed(0)} ops/s (${range(b.s1)}), ` +
-        `${median(b.cpu).toFixed(1)} CPU µs/op (${range(b.cpu)}); S2 ${median(b.s2).toFixed(0)} ops/s (${range(b.s2)})`,
+        `${median(b.cpu).toFixed(1)} CPU µs/op (${range(b.cpu)}); S2 ${median(b.s2).toFixed(0)} ops/s (${range(b.s2)}), ` +
+        `${median(b.s2cpu).toFixed(1)} CPU µs/op (${range(b.s2cpu)})`,
     );
   }
   const [a, b] = builds;
   console.log(
     `B/A: S1 ${(median(b.s1) / median(a.s1)).toFixed(3)}×, CPU/op ${(median(b.cpu) / median(a.cpu)).toFixed(3)}×, ` +
-      `S2 ${(median(b.s2) / median(a.s2)).toFixed(3)}× (medians of ${REPS} interleaved repetitions)`,
+      `S2 ${(median(b.s2) / median(a.s2)).toFixed(3)}×, S2 CPU/op ${(median(b.s2cpu) / median(a.s2cpu)).toFixed(3)}× ` +
+      `(${KEYS} key${KEYS === 1 ? '' : 's'} per call; medians of ${REPS} interleaved repetitions)`,
   );
 }
 

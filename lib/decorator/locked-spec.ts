@@ -18,9 +18,10 @@ import { multiKeyTemplates } from './multi-key-templates';
 /**
  * A key function: on a provider method it receives the method's arguments; on a controller or
  * gateway handler it receives the Nest `ExecutionContext` and then the arguments the handler
- * receives (after pipes). It must return a non-empty string.
+ * receives (after pipes). It returns a non-empty string, or a non-empty array of them: several
+ * keys held together, all or none, as `@Locked([...])` holds them (exclusive locks only).
  */
-export type LockKeyFactory = (...args: never[]) => string;
+export type LockKeyFactory = (...args: never[]) => string | readonly string[];
 
 /** Every `@Locked()` option name, so a misspelt one fails at class definition. */
 export const LOCKED_OPTION_NAMES: OptionNames<LockedOptions> = {
@@ -191,14 +192,30 @@ export function keyFromResolverCall(
   return keyFromResolverArguments(spec, args, resolver, handler);
 }
 
-function checkFactoryKey(spec: LockedSpec, key: unknown): string {
-  if (typeof key !== 'string' || key.length === 0) {
-    throw new LockKeyError(
-      keyMessages.keyFunctionResult(
-        spec.where,
-        typeof key === 'string' ? 'an empty string' : String(key),
-      ),
-    );
+/**
+ * What a key function returned, checked: a non-empty string, or a non-empty array of them (a copy,
+ * so the function's own array may change later). Anything else is a `LockKeyError` naming the
+ * method; the length limit is checked by the acquire, as for any key.
+ */
+function checkFactoryKey(spec: LockedSpec, key: unknown): LockTarget {
+  if (!Array.isArray(key)) {
+    if (isKey(key)) return key;
+    throw new LockKeyError(keyMessages.keyFunctionResult(spec.where, describeResult(key)));
   }
-  return key;
+  const keys = key as unknown[];
+  const bad = keys.findIndex((one) => !isKey(one));
+  if (keys.length === 0 || bad >= 0) {
+    const what = bad < 0 ? 'an empty array' : `an array holding ${describeResult(keys[bad])}`;
+    throw new LockKeyError(keyMessages.keyFunctionResult(spec.where, what));
+  }
+  return [...(keys as string[])];
+}
+
+const isKey = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
+
+/** Names a bad result by its kind, never by its value: it may come from the request. */
+function describeResult(value: unknown): string {
+  if (value === undefined || value === null) return String(value);
+  if (typeof value === 'string') return 'an empty string';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }

@@ -60,7 +60,9 @@ export type LockedMethodDecorator = <T extends LockableMethod>(
  *   or none, in one global order, never a deadlock (docs/multi-key.md). Each template is checked
  *   like a single one; exclusive locks only.
  * - A function is the escape hatch: `(...args) => string` on providers, `(ctx, args) => string` on
- *   handlers (the `ExecutionContext`, then the piped arguments).
+ *   handlers (the `ExecutionContext`, then the piped arguments). Returning an array of keys locks
+ *   them together, as an array of templates does; `permits` or `mode: 'read'` with it is refused
+ *   at the call.
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
  *   `order:undefined`.
  * - Only methods that return a Promise or an Observable compile: a locked call waits for its lock,

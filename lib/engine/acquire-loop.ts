@@ -4,7 +4,7 @@ import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { AcquireContext } from './acquire-context';
 import type { AcquireOutcome, AcquireRequest } from './acquire-request';
-import { retryPause } from './backoff';
+import { retryPause, unavailableWorthRetrying } from './backoff';
 import { monotonicNow } from '../util/clock';
 import type { HeldLock } from './held-lock';
 import type { Waiter } from './waiter';
@@ -60,10 +60,7 @@ export async function waitForLock(
       unavailable = undefined;
       return outcome;
     } catch (error) {
-      if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
-      // Never connected, or turned away for good (credentials): waiting will not help.
-      if (context.connections.unavailable()) throw error;
-      unavailable = error;
+      unavailable = unavailableWorthRetrying(error, context.connections, deadline);
       return retryPause(failures++);
     }
   };

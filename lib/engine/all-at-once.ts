@@ -5,7 +5,7 @@ import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { monotonicNow, newToken } from '../util/clock';
 import type { AcquireContext } from './acquire-context';
-import { retryPause } from './backoff';
+import { retryPause, unavailableWorthRetrying } from './backoff';
 import { HeldLock } from './held-lock';
 import type { MultiAcquireOutcome, MultiAcquireRequest } from './multi-acquire-request';
 import { MultiLock } from './multi-lock';
@@ -49,9 +49,7 @@ export async function acquireAllAtOnce(
       unavailable = undefined;
       return outcome;
     } catch (error) {
-      if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
-      if (context.connections.unavailable()) throw error;
-      unavailable = error;
+      unavailable = unavailableWorthRetrying(error, context.connections, deadline);
       return { busy: 0, retryAfterMs: retryPause(failures++) };
     }
   };

@@ -1,3 +1,7 @@
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { ConnectionWatch } from '../redis/connection-watch';
+import { monotonicNow } from '../util/clock';
+
 /**
  * The pause before the first retry of a command Redis did not serve (out of reach, or a slot in
  * migration). Short, because most such gaps are brief — a reconnect, a failover's promotion — and
@@ -16,4 +20,21 @@ export const MAX_RETRY_PAUSE_MS = 1_000;
 /** The pause before the next retry, after `failures` failed ones: doubling, within the cap. */
 export function retryPause(failures: number): number {
   return Math.min(FIRST_RETRY_PAUSE_MS * 2 ** failures, MAX_RETRY_PAUSE_MS);
+}
+
+/**
+ * Whether an acquire try's `error` is worth another try after a backoff pause: Redis out of reach
+ * (a failover, a restart) while the call's budget (`deadline`, monotonic) lasts. Returns it to be
+ * remembered (thrown if it still holds when the budget runs out); throws anything else at once —
+ * also an unreachable Redis that never connected or turned the client away for good
+ * (credentials), where waiting will not help.
+ */
+export function unavailableWorthRetrying(
+  error: unknown,
+  connections: Pick<ConnectionWatch, 'unavailable'>,
+  deadline: number,
+): RedisUnavailableError {
+  if (!(error instanceof RedisUnavailableError) || monotonicNow() >= deadline) throw error;
+  if (connections.unavailable()) throw error;
+  return error;
 }

@@ -40,6 +40,8 @@ export class HeldLock implements LockHandle {
   renews = true; // false for `renew: false`: the watchdog only watches the deadline
   /** Not handed to anyone yet (`extendUnseen`): a loss is not reported. */
   unseen = false;
+  /** Told of the loss (once, as the signal aborts): the multi-key set this lock is part of. */
+  onLost?: (error: LockLostError) => void;
 
   private readonly operations: LockOperations<HeldLock>;
   readonly key: string;
@@ -164,6 +166,7 @@ export class HeldLock implements LockHandle {
     this.lostError = error;
     this.operations.untrack(this);
     this.controller?.abort(error);
+    this.onLost?.(error);
     this.operations.reportLost(this, error);
     const mayBeOurs =
       reason === 'max-hold' ||

@@ -13,9 +13,10 @@ import type { MultiLockHandle } from './multi-lock-handle';
  */
 export class MultiLock implements MultiLockHandle {
   readonly keys: readonly string[];
-  readonly fences: Readonly<Record<string, number>>;
   readonly key: string;
-  private readonly controller = new AbortController();
+  private fencesByKey?: Readonly<Record<string, number>>;
+  /** Created on first read of `signal`, as a single key's is: most sets are never looked at. */
+  private controller?: AbortController;
   private lostError?: LockLostError;
   private released?: Promise<boolean>;
 
@@ -24,15 +25,23 @@ export class MultiLock implements MultiLockHandle {
     readonly parts: readonly [HeldLock, ...HeldLock[]],
   ) {
     this.keys = parts.map((part) => part.key);
-    this.fences = Object.freeze(Object.fromEntries(parts.map((part) => [part.key, part.fence])));
     this.key = this.keys.join(', ');
+    // Told by each part itself rather than through its signal: an AbortSignal and a listener per
+    // key cost more than the rest of this constructor, and the parts' signals are never read.
+    const lose = (error: LockLostError): void => this.lose(error);
     for (const part of parts) {
-      const { signal } = part;
-      if (signal.aborted) this.lose(signal.reason as LockLostError);
-      else signal.addEventListener('abort', () => this.lose(signal.reason as LockLostError));
+      part.onLost = lose;
+      if (part.lost) this.lose(part.lost);
+      else part.expireIfDue(); // lost now (its deadline passed meanwhile): `lose` runs
     }
   }
 
+  /** Built on first read: a frozen record costs µs that most calls never use. */
+  get fences(): Readonly<Record<string, number>> {
+    return (this.fencesByKey ??= Object.freeze(
+      Object.fromEntries(this.parts.map((part) => [part.key, part.fence])),
+    ));
+  }
   get token(): string {
     return this.parts[0].token;
   }
@@ -55,6 +64,10 @@ export class MultiLock implements MultiLockHandle {
   }
   get signal(): AbortSignal {
     this.expireIfDue();
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostError) this.controller.abort(this.lostError);
+    }
     return this.controller.signal;
   }
   get isHeld(): boolean {
@@ -97,7 +110,7 @@ export class MultiLock implements MultiLockHandle {
   private lose(error: LockLostError): void {
     if (this.lostError) return;
     this.lostError = error;
-    this.controller.abort(error);
+    this.controller?.abort(error);
     // Not awaited: the signal says it all; each release is bounded and reports its own outcome.
     for (const part of this.parts) if (part.isHeld) void part.release().catch(() => false);
   }

@@ -63,5 +63,6 @@ export const keyMessages = {
     `Cannot read the parameter names of ${where}: another decorator may wrap it. ` +
     'Put @Locked() closest to the method, or use argument indexes like <0.id>, or a key function.',
   keyFunctionResult: (where: string, what: string) =>
-    `The key function of @Locked() on ${where} returned ${what}; it must return a non-empty string.`,
+    `The key function of @Locked() on ${where} returned ${what}; it must return a non-empty ` +
+    'string, or a non-empty array of them to lock several keys together.',
 };

@@ -1,6 +1,5 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import Redis from 'ioredis';
-import { SHOP_SETTINGS, type ShopSettings } from '../settings';
+import { Injectable } from '@nestjs/common';
+import { ShopRedisStore } from '../shop-redis-store';
 
 /**
  * Users' shop credit in Redis, shared by every replica: `P credit:<userId>` (an integer). Each
@@ -8,37 +7,23 @@ import { SHOP_SETTINGS, type ShopSettings } from '../settings';
  * where the lock is.
  */
 @Injectable()
-export class CreditStore implements OnApplicationShutdown {
-  private readonly logger = new Logger(CreditStore.name);
-  private readonly redis: Redis;
-  private readonly prefix: string;
-
-  constructor(@Inject(SHOP_SETTINGS) settings: ShopSettings) {
-    this.prefix = settings.prefix;
-    this.redis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 2 });
-    this.redis.on('error', (error: Error) => this.logger.warn(`Redis: ${error.message}`));
-  }
-
+export class CreditStore extends ShopRedisStore {
   async balances(...userIds: string[]): Promise<number[]> {
-    const values = await this.redis.mget(userIds.map((userId) => this.key(userId)));
+    const values = await this.redis.mget(userIds.map((userId) => this.creditKey(userId)));
     return values.map((value) => Number(value ?? 0));
   }
 
   /** Sets a user's credit: an admin/test endpoint's write. */
   async set(userId: string, credit: number): Promise<void> {
-    await this.redis.set(this.key(userId), credit);
+    await this.redis.set(this.creditKey(userId), credit);
   }
 
   /** Writes both balances of a transfer, as the caller computed them from its own read. */
   async write(from: string, fromCredit: number, to: string, toCredit: number): Promise<void> {
-    await this.redis.mset(this.key(from), fromCredit, this.key(to), toCredit);
+    await this.redis.mset(this.creditKey(from), fromCredit, this.creditKey(to), toCredit);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    await this.redis.quit().catch(() => this.redis.disconnect());
-  }
-
-  private key(userId: string): string {
-    return `${this.prefix}credit:${userId}`;
+  private creditKey(userId: string): string {
+    return this.key(`credit:${userId}`);
   }
 }

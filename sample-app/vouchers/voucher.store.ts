@@ -1,6 +1,5 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import Redis from 'ioredis';
-import { SHOP_SETTINGS, type ShopSettings } from '../settings';
+import { Injectable } from '@nestjs/common';
+import { ShopRedisStore } from '../shop-redis-store';
 import type { Order, VoucherView } from './voucher.model';
 
 /**
@@ -34,17 +33,7 @@ return 1
  * `P settlement:runs` (list, newest first).
  */
 @Injectable()
-export class VoucherStore implements OnApplicationShutdown {
-  private readonly logger = new Logger(VoucherStore.name);
-  private readonly redis: Redis;
-  private readonly prefix: string;
-
-  constructor(@Inject(SHOP_SETTINGS) settings: ShopSettings) {
-    this.prefix = settings.prefix;
-    this.redis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 2 });
-    this.redis.on('error', (error: Error) => this.logger.warn(`Redis: ${error.message}`));
-  }
-
+export class VoucherStore extends ShopRedisStore {
   /** Creates the voucher, or resets it (stock, orders, settlement) if it exists. Test/admin use. */
   async reset(voucherId: string, stock: number): Promise<void> {
     const keys = this.keys(voucherId);
@@ -145,15 +134,6 @@ export class VoucherStore implements OnApplicationShutdown {
   async recentRuns(): Promise<unknown[]> {
     const runs = await this.redis.lrange(this.key('settlement:runs'), 0, -1);
     return runs.map((json) => JSON.parse(json) as unknown);
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.redis.quit().catch(() => this.redis.disconnect());
-    this.logger.log('Redis connection closed');
-  }
-
-  private key(name: string): string {
-    return `${this.prefix}${name}`;
   }
 
   private keys(voucherId: string) {

@@ -8,12 +8,14 @@ import request from 'supertest';
 import { LockService, RedisLockModule } from 'nestjs-redis-lock';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { uniquePrefix } from '../support/unique-prefix';
-import { Ledger, Transfers, TransfersController } from './wallets';
+import { Ledger, Merges, Transfers, TransfersController } from './wallets';
 
 class MemoryLedger extends Ledger {
   readonly balances = new Map<string, number>([
     ['ann', 100],
     ['bob', 100],
+    ['cat', 0],
+    ['dan', 0],
   ]);
   readonly fences = new Map<string, number>();
   async balance(account: string): Promise<number> {
@@ -36,7 +38,7 @@ beforeAll(async () => {
   const moduleRef = await Test.createTestingModule({
     imports: [RedisLockModule.forRoot({ redis: SHARED_REDIS_URL, prefix })],
     controllers: [TransfersController],
-    providers: [Transfers, { provide: Ledger, useValue: ledger }],
+    providers: [Transfers, Merges, { provide: Ledger, useValue: ledger }],
   }).compile();
   app = moduleRef.createNestApplication({ logger: false });
   await app.init();
@@ -80,4 +82,18 @@ it('moves nothing when both keys name one account (the keys collapse into one lo
   const before = ledger.balances.get('ann')! + ledger.balances.get('bob')!;
   await app.get(Transfers).move('ann', 'ann', 5);
   expect(ledger.balances.get('ann')! + ledger.balances.get('bob')!).toBe(before);
+});
+
+it('merges a list of accounts under a key function that returns all their keys', async () => {
+  const total = (): number => [...ledger.balances.values()].reduce((sum, one) => sum + one, 0);
+  const before = total();
+  ledger.balances.set('cat', 7);
+  ledger.balances.set('dan', 5);
+  // A transfer on two of the accounts at the same time: it waits for the merge, or the other way.
+  await Promise.all([
+    app.get(Merges).merge('cat', ['dan', 'dan', 'bob']),
+    app.get(Transfers).move('bob', 'dan', 4),
+  ]);
+  expect(total()).toBe(before + 12);
+  expect(await app.get(LockService).isLocked('account:cat')).toBe(false);
 });

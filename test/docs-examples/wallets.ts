@@ -1,6 +1,6 @@
 // The code of docs/multi-key.md, as a reader would copy it (kept in step with the page).
 import { Body, Controller, Injectable, Post } from '@nestjs/common';
-import { Locked, LockService } from 'nestjs-redis-lock';
+import { currentLock, Locked, LockService, type MultiLockHandle } from 'nestjs-redis-lock';
 
 /** Balances in any store; `fence` lets the store refuse a stale holder's write (see the page). */
 export abstract class Ledger {
@@ -43,5 +43,26 @@ export class TransfersController {
   async create(@Body() body: { from: string; to: string; amount: number }): Promise<void> {
     // Re-entrant: `move` joins the route's lock on both accounts instead of waiting for itself.
     await this.transfers.move(body.from, body.to, body.amount);
+  }
+}
+
+@Injectable()
+export class Merges {
+  constructor(private readonly ledger: Ledger) {}
+
+  /** Moves every balance of `accounts` into `into`, holding all of them: a list no template names. */
+  @Locked(
+    (into: string, accounts: readonly string[]) => [into, ...accounts].map((id) => `account:${id}`),
+    { wait: 2_000 },
+  )
+  async merge(into: string, accounts: readonly string[]): Promise<void> {
+    const lock = currentLock() as MultiLockHandle;
+    // Named twice, an account is one key and must be emptied once.
+    const others = [...new Set(accounts)].filter((id) => id !== into);
+    let total = await this.ledger.balance(into);
+    for (const id of others) total += await this.ledger.balance(id);
+    lock.signal.throwIfAborted();
+    for (const id of others) await this.ledger.write(id, 0, lock.fences[`account:${id}`]!);
+    await this.ledger.write(into, total, lock.fences[`account:${into}`]!);
   }
 }

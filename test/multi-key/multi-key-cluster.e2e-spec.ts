@@ -5,11 +5,15 @@
  * given, deadlocks). Keys that share a slot are taken by the one-script path.
  */
 import { Logger } from '@nestjs/common';
-import { LockLostError, LockNotAcquiredError, type LockService } from 'nestjs-redis-lock';
+import { LockNotAcquiredError, type LockService } from 'nestjs-redis-lock';
 import { clusterSlot } from '../../lib/redis/cluster-slot';
 import { redisKeyOf } from '../support/lock-services';
+import {
+  expectNoDeadlockBetweenOrders,
+  expectOneKeyLostLosesTheSet,
+} from '../support/multi-key-cases';
 import { onOwnCluster } from '../support/own-cluster';
-import { sleep, waitFor } from '../support/time';
+import { sleep } from '../support/time';
 
 const cluster = onOwnCluster('multi-cluster');
 const { prefix } = cluster;
@@ -67,24 +71,7 @@ describe('multi-key locks on a Cluster, keys on several slots', () => {
 
   it('never deadlocks: [a, b] against [b, a], many times at once', async () => {
     const [a, b] = twoSlots('c3');
-    let inside = 0;
-    let overlaps = 0;
-    const run = (service: LockService, keys: string[]) =>
-      service.withLock(
-        keys,
-        async () => {
-          if (++inside > 1) overlaps++;
-          await sleep(2);
-          inside--;
-        },
-        { wait: 15_000 },
-      );
-    const calls = Array.from({ length: 60 }, (_, i) =>
-      i % 2 ? run(first, [a, b]) : run(second, [b, a]),
-    );
-    const outcomes = await Promise.allSettled(calls);
-    expect(outcomes.filter((outcome) => outcome.status === 'rejected')).toEqual([]);
-    expect(overlaps).toBe(0);
+    await expectNoDeadlockBetweenOrders([first, second], [a, b], { calls: 60 });
     expect(await held(a, b)).toBe(0);
   }, 40_000);
 
@@ -111,12 +98,7 @@ describe('multi-key locks on a Cluster, keys on several slots', () => {
   }, 20_000);
 
   it('loses the whole set when one key is lost, and releases the others', async () => {
-    const [a, b] = twoSlots('c5');
-    const lock = await first.acquire([a, b], { ttl: 300 });
-    expect(await second.forceRelease(b)).toBe(true);
-    await waitFor(() => lock.signal.aborted, 3_000);
-    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
-    await waitFor(async () => (await held(a)) === 0, 3_000);
+    await expectOneKeyLostLosesTheSet(first, second, twoSlots('c5'));
   });
 });
 

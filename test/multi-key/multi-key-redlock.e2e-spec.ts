@@ -4,11 +4,14 @@
  * between opposite orders, one key lost loses the set.
  */
 import { Logger } from '@nestjs/common';
-import { LockLostError, LockNotAcquiredError, type LockService } from 'nestjs-redis-lock';
+import { LockNotAcquiredError, type LockService } from 'nestjs-redis-lock';
 import { lockServices } from '../support/lock-services';
+import {
+  expectNoDeadlockBetweenOrders,
+  expectOneKeyLostLosesTheSet,
+} from '../support/multi-key-cases';
 import type { RedisServer } from '../support/redis-server';
 import { stopAllRedis } from '../support/redis-server';
-import { sleep, waitFor } from '../support/time';
 import { startIndependentPrimaries } from '../support/topologies';
 import { uniquePrefix } from '../support/unique-prefix';
 
@@ -50,31 +53,10 @@ describe('multi-key locks on Redlock', () => {
   });
 
   it('never deadlocks: [a, b] against [b, a], many times at once', async () => {
-    let inside = 0;
-    let overlaps = 0;
-    const run = (service: LockService, keys: string[]) =>
-      service.withLock(
-        keys,
-        async () => {
-          if (++inside > 1) overlaps++;
-          await sleep(2);
-          inside--;
-        },
-        { wait: 15_000 },
-      );
-    const calls = Array.from({ length: 30 }, (_, i) =>
-      i % 2 ? run(first, ['r2:a', 'r2:b']) : run(second, ['r2:b', 'r2:a']),
-    );
-    const outcomes = await Promise.allSettled(calls);
-    expect(outcomes.filter((outcome) => outcome.status === 'rejected')).toEqual([]);
-    expect(overlaps).toBe(0);
+    await expectNoDeadlockBetweenOrders([first, second], ['r2:a', 'r2:b'], { calls: 30 });
   }, 40_000);
 
   it('loses the whole set when one key is lost, and releases the others', async () => {
-    const lock = await first.acquire(['r3:a', 'r3:b'], { ttl: 300 });
-    expect(await second.forceRelease('r3:a')).toBe(true);
-    await waitFor(() => lock.signal.aborted, 3_000);
-    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
-    await waitFor(async () => !(await second.isLocked('r3:b')), 3_000);
+    await expectOneKeyLostLosesTheSet(first, second, ['r3:b', 'r3:a']);
   });
 });

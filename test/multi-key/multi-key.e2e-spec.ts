@@ -12,6 +12,7 @@ import {
   type AcquireOptions,
 } from 'nestjs-redis-lock';
 import { onSharedRedis } from '../support/lock-services';
+import { expectNoDeadlockBetweenOrders } from '../support/multi-key-cases';
 import { now, sleep, waitFor } from '../support/time';
 
 const { prefix, redis, services, keyOf } = onSharedRedis('multi-key');
@@ -184,23 +185,11 @@ describe('acquire([...]) on one Redis', () => {
   });
 
   it('never deadlocks: [a, b] against [b, a], many times at once', async () => {
-    let inside = 0;
-    let overlaps = 0;
-    const run = (keys: string[], service: typeof locks) =>
-      service.withLock(
-        keys,
-        async () => {
-          if (++inside > 1) overlaps++;
-          await sleep(1);
-          inside--;
-        },
-        { wait: 10_000 },
-      );
-    const calls = Array.from({ length: 40 }, (_, i) =>
-      i % 2 ? run(['m11:a', 'm11:b'], locks) : run(['m11:b', 'm11:a'], other),
-    );
-    await Promise.all(calls);
-    expect(overlaps).toBe(0);
+    await expectNoDeadlockBetweenOrders([locks, other], ['m11:a', 'm11:b'], {
+      calls: 40,
+      holdMs: 1,
+      wait: 10_000,
+    });
   });
 });
 

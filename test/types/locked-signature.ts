@@ -30,6 +30,11 @@ export class AcceptedMethods {
     void id;
   }
 
+  @Locked((from: string, to: string) => [`account:${from}`, `account:${to}`])
+  async withKeysFunction(from: string, to: string): Promise<void> {
+    void [from, to];
+  }
+
   @Locked('nothing')
   async noArguments(): Promise<void> {}
 
@@ -94,6 +99,14 @@ export class RefusedRoutes {
   @Locked('order:<id>')
   create(@Param('id') id: string): string {
     return id;
+  }
+}
+
+export class RefusedKeyFunctions {
+  // @ts-expect-error a key function returns a key or an array of keys, not numbers
+  @Locked((id: number) => [id])
+  async byNumbers(id: number): Promise<void> {
+    void id;
   }
 }
 
