@@ -30,17 +30,16 @@ export class ExclusiveLeases {
     ttl: number,
     writer: AcquireTry['waitingWriter'],
   ): Promise<number> {
-    return acquireScript
-      .run(
-        client,
-        [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
-        [token, ttl, this.fenceRetention, this.instanceId, writer?.id ?? '', writer?.entryMs ?? 0],
-      )
-      .then((reply) => {
+    return acquireScript.run(
+      client,
+      [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
+      [token, ttl, this.fenceRetention, this.instanceId, writer?.id ?? '', writer?.entryMs ?? 0],
+      (reply) => {
         if (typeof reply === 'number') return reply;
         writer?.entered();
         return reply[0];
-      });
+      },
+    );
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
@@ -52,13 +51,17 @@ export class ExclusiveLeases {
     return reply === 1;
   }
 
-  /** 1 when `token` held the lock and it is deleted now (its release published), else 0. */
-  release(keys: LockRedisKeys, token: string): Promise<number> {
+  /**
+   * Whether `token` held the lock and it is deleted now (its release published), passed through
+   * `then` (the caller's check of the answer, in the same step).
+   */
+  release<T>(keys: LockRedisKeys, token: string, then: (deleted: boolean) => T): Promise<T> {
     const { publish, channel } = this.publishing();
     return releaseScript.run(
       this.client,
       [keys.lock, keys.holder],
       [token, publish, channel(keys.channel)],
+      (reply) => then(reply === 1),
     );
   }
 
