@@ -4,6 +4,7 @@ import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { MAX_TIMER_MS, monotonicNow, suspendedSince } from '../util/clock';
+import { settled } from '../util/settled';
 import type { LockHandle } from './lock-handle';
 import type { HeldLockOptions, LockOperations } from './lock-operations';
 
@@ -231,20 +232,25 @@ export class HeldLock implements LockHandle {
     return this.released;
   }
 
-  private async releaseOnce(): Promise<boolean> {
+  private releaseOnce(): Promise<boolean> {
+    return settled(() => this.sendRelease());
+  }
+
+  private sendRelease(): Promise<boolean> {
     // Stop renewal first: a renewal already sent reaches Redis before this DEL (same connection).
     this.operations.untrack(this);
     const lapsed = this.lostError ? undefined : this.expiry(monotonicNow());
-    const deleted = await this.operations.releaseLease(this);
-    if (!deleted) {
-      this.lose('not-owner');
-      return false;
-    }
-    if (lapsed || this.lostError) {
-      this.lose(lapsed ?? 'deadline');
-      return false;
-    }
-    this.operations.reportReleased(this);
-    return true;
+    return this.operations.releaseLease(this).then((deleted) => {
+      if (!deleted) {
+        this.lose('not-owner');
+        return false;
+      }
+      if (lapsed || this.lostError) {
+        this.lose(lapsed ?? 'deadline');
+        return false;
+      }
+      this.operations.reportReleased(this);
+      return true;
+    });
   }
 }

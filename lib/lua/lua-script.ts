@@ -36,12 +36,14 @@ export class LuaScript<
     // A plain promise chain, not an async function, and one `.then` for both the reply and the
     // fallback: this is on every lock command.
     const mapped = map as ((reply: unknown) => T) | undefined;
-    return client.evalsha(this.sha, keys.length, ...keys, ...args).then(mapped, (error: unknown) => {
-      if (!isNoScript(error)) throw error;
-      // EVAL also caches the script, so the next EVALSHA finds it.
-      const reply = client.eval(this.source, keys.length, ...keys, ...args);
-      return mapped ? reply.then(mapped) : reply;
-    }) as Promise<Reply | T>;
+    return client
+      .evalsha(this.sha, keys.length, ...keys, ...args)
+      .then(mapped, (error: unknown) => {
+        if (!isNoScript(error)) throw error;
+        // EVAL also caches the script, so the next EVALSHA finds it.
+        const reply = client.eval(this.source, keys.length, ...keys, ...args);
+        return mapped ? reply.then(mapped) : reply;
+      }) as Promise<Reply | T>;
   }
 }
 
