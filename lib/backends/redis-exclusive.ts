@@ -30,15 +30,23 @@ export class ExclusiveLeases {
     ttl: number,
     writer: AcquireTry['waitingWriter'],
   ): Promise<number> {
+    const lifetime = Math.ceil(ttl + this.fenceRetention);
+    const mapped = (reply: number | [waitingRetry: number]): number => {
+      if (typeof reply === 'number') return reply;
+      writer?.entered();
+      return reply[0];
+    };
+    const { lock, fence, holder, readers } = keys;
+    if (!writer) {
+      // The uncontended try: no waiting writer, so neither its key nor its two args are sent.
+      const args = [token, ttl, lifetime, this.instanceId] as const;
+      return acquireScript.run(client, [lock, fence, holder, readers], args, mapped);
+    }
     return acquireScript.run(
       client,
-      [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
-      [token, ttl, this.fenceRetention, this.instanceId, writer?.id ?? '', writer?.entryMs ?? 0],
-      (reply) => {
-        if (typeof reply === 'number') return reply;
-        writer?.entered();
-        return reply[0];
-      },
+      [lock, fence, holder, readers, keys.writersWaiting],
+      [token, ttl, lifetime, this.instanceId, writer.id, writer.entryMs],
+      mapped,
     );
   }
 
@@ -56,12 +64,9 @@ export class ExclusiveLeases {
    * `then` (the caller's check of the answer, in the same step).
    */
   release<T>(keys: LockRedisKeys, token: string, then: (deleted: boolean) => T): Promise<T> {
-    const { publish, channel } = this.publishing();
-    return releaseScript.run(
-      this.client,
-      [keys.lock, keys.holder],
-      [token, publish, channel(keys.channel)],
-      (reply) => then(reply === 1),
+    const { publish } = this.publishing();
+    return releaseScript.run(this.client, [keys.lock, keys.holder], [token, publish], (reply) =>
+      then(reply === 1),
     );
   }
 
