@@ -55,12 +55,16 @@ export function waitForLock(
   tries: CallTries,
 ): Promise<AcquireOutcome> {
   const call = new CallTry(context, tries, started + request.wait);
-  // The first try is a plain promise chain (no async layers): most calls end with it.
-  return call.attempt(false).then((first) => {
+  const afterFirst = (first: HeldLock | number): AcquireOutcome | Promise<AcquireOutcome> => {
     if (typeof first !== 'number') return { lock: first };
     if (request.wait <= 0) return { retryAfterMs: first, waited: 0 };
     return waitAfterFirstTry(context, request, keys, started, tries, call, first);
-  });
+  };
+  // The first try is one `.then` (no async layers): most calls end with it. Nothing is "out of
+  // reach" before it, so a success has nothing to clear.
+  return settled(() => attemptIfOpen(context, tries, false)).then(afterFirst, (error: unknown) =>
+    afterFirst(call.failed(error)),
+  );
 }
 
 /** The tries of one acquire call, and how the last of them failed to reach Redis (if it did). */
@@ -87,16 +91,17 @@ class CallTry {
         this.unavailable = undefined;
         return outcome;
       },
-      (error: unknown) => {
-        if (!(error instanceof RedisUnavailableError) || monotonicNow() >= this.deadline) {
-          throw error;
-        }
-        // Never connected, or turned away for good (credentials): waiting will not help.
-        if (this.context.connections.unavailable()) throw error;
-        this.unavailable = error;
-        return retryPause(this.failures++);
-      },
+      (error: unknown) => this.failed(error),
     );
+  }
+
+  /** A try that failed: rethrown, or (Redis out of reach, budget left) the pause until the next. */
+  failed(error: unknown): number {
+    if (!(error instanceof RedisUnavailableError) || monotonicNow() >= this.deadline) throw error;
+    // Never connected, or turned away for good (credentials): waiting will not help.
+    if (this.context.connections.unavailable()) throw error;
+    this.unavailable = error;
+    return retryPause(this.failures++);
   }
 }
 
