@@ -3,7 +3,7 @@ import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { MAX_TIMER_MS, monotonicNow, suspendedSince } from '../util/clock';
+import { MAX_TIMER_MS, monotonicElapsed, monotonicNow, suspendedSince } from '../util/clock';
 import { settled } from '../util/settled';
 import type { LockHandle } from './lock-handle';
 import type { HeldLockOptions, LockOperations } from './lock-operations';
@@ -228,29 +228,22 @@ export class HeldLock implements LockHandle {
   }
 
   release(): Promise<boolean> {
-    this.released ??= this.releaseOnce();
+    this.released ??= settled(() => this.releaseOnce());
     return this.released;
   }
 
   private releaseOnce(): Promise<boolean> {
-    return settled(() => this.sendRelease());
-  }
-
-  private sendRelease(): Promise<boolean> {
     // Stop renewal first: a renewal already sent reaches Redis before this DEL (same connection).
     this.operations.untrack(this);
-    const lapsed = this.lostError ? undefined : this.expiry(monotonicNow());
+    // expiry() reads validUntil, which watches the wall clock right after this reading.
+    const lapsed = this.lostError ? undefined : this.expiry(monotonicElapsed());
     return this.operations.releaseLease(this).then((deleted) => {
-      if (!deleted) {
-        this.lose('not-owner');
-        return false;
+      if (deleted && !lapsed && !this.lostError) {
+        this.operations.reportReleased(this);
+        return true;
       }
-      if (lapsed || this.lostError) {
-        this.lose(lapsed ?? 'deadline');
-        return false;
-      }
-      this.operations.reportReleased(this);
-      return true;
+      this.lose(deleted ? (lapsed ?? 'deadline') : 'not-owner');
+      return false;
     });
   }
 }

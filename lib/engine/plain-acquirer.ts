@@ -5,7 +5,7 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
 import { waitForLock } from './acquire-loop';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
-import { monotonicNow, newToken } from '../util/clock';
+import { monotonicElapsed, monotonicNow, newToken } from '../util/clock';
 import { HeldLock } from './held-lock';
 import { raceAbort } from './race-abort';
 import { settled } from '../util/settled';
@@ -45,7 +45,7 @@ export class PlainAcquirer implements Acquirer {
 
   private call(request: AcquireRequest): Promise<AcquireOutcome> {
     request.signal?.throwIfAborted();
-    const started = monotonicNow();
+    const started = monotonicElapsed(); // the wait budget's start
     const keys = this.context.keysOf(request.key, request.kind);
     // A writer that waits, with writer priority: its entry among the writers waiting. Its id is
     // drawn at the first try that waits, so an uncontended acquire pays nothing for it.
