@@ -3,10 +3,13 @@
 // Per build: S1 (sequential acquire + release of fresh keys) and S2 (64 concurrent loops), on the
 // Redis at REDIS_URL under a unique prefix. Prints medians per build and the B/A ratio, with the
 // spread. Build each with `npx tsc -p tsconfig.build.json --outDir <dir>`. AB_KEYS=2 locks two
-// keys per call (`acquire([a, b])`) instead of one.
+// keys per call (`acquire([a, b])`) instead of one. Redis' CPU per S1 op
+// (INFO cpu, user + system) is the server's work: meaningful only on a private Redis that nothing
+// else uses meanwhile.
 'use strict';
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
+const Redis = require('ioredis');
 
 const [dirA, dirB, repsArg] = process.argv.slice(2);
 if (!dirA || !dirB) {
@@ -23,7 +26,15 @@ const KEYS = Number(process.env.AB_KEYS ?? 1);
 const target = (name) =>
   KEYS === 1 ? name : Array.from({ length: KEYS }, (_, i) => `${name}:${i}`);
 
-async function s1(locks, tag) {
+/** Redis' own CPU time so far (µs, user + system, from INFO cpu). */
+async function redisCpuUs(admin) {
+  const info = await admin.info('cpu');
+  const read = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
+  return (read('used_cpu_user') + read('used_cpu_sys')) * 1e6;
+}
+
+async function s1(locks, tag, admin) {
+  const redisBefore = await redisCpuUs(admin);
   const cpu = process.cpuUsage();
   const start = performance.now();
   for (let i = 0; i < S1_OPS; i++) {
@@ -32,10 +43,16 @@ async function s1(locks, tag) {
   }
   const ms = performance.now() - start;
   const used = process.cpuUsage(cpu);
-  return { opsPerS: (S1_OPS / ms) * 1000, cpuUsPerOp: (used.user + used.system) / S1_OPS };
+  const redisUs = (await redisCpuUs(admin)) - redisBefore;
+  return {
+    opsPerS: (S1_OPS / ms) * 1000,
+    cpuUsPerOp: (used.user + used.system) / S1_OPS,
+    redisUsPerOp: redisUs / S1_OPS,
+  };
 }
 
-async function s2(locks, tag) {
+async function s2(locks, tag, admin) {
+  const redisBefore = await redisCpuUs(admin);
   let ops = 0;
   const end = performance.now() + S2_MS;
   const loop = async (n) => {
@@ -45,16 +62,15 @@ async function s2(locks, tag) {
       ops++;
     }
   };
-  const cpu = process.cpuUsage();
   const start = performance.now();
   await Promise.all(Array.from({ length: S2_LOOPS }, (_, n) => loop(n)));
-  const used = process.cpuUsage(cpu);
   const opsPerS = (ops / (performance.now() - start)) * 1000;
-  return { opsPerS, cpuUsPerOp: (used.user + used.system) / ops };
+  return { opsPerS, redisUsPerOp: ((await redisCpuUs(admin)) - redisBefore) / ops };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const range = (xs) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
+const range = (xs, digits = 0) =>
+  `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
 
 async function main() {
   const builds = [dirA, dirB].map((dir) => ({
@@ -62,36 +78,44 @@ async function main() {
     LockService: require(path.resolve(dir, 'index.js')).LockService,
     s1: [],
     cpu: [],
+    redis: [],
     s2: [],
-    s2cpu: [],
+    redis2: [],
   }));
   const prefix = `ab:${process.pid}:`;
+  const admin = new Redis(redis);
   for (let rep = 0; rep < REPS; rep++) {
     const order = rep % 2 === 0 ? builds : [...builds].reverse();
     for (const build of order) {
       const locks = new build.LockService({ redis, prefix, startupCheck: 'off' });
-      await s1(locks, `warm:${rep}`); // connections and JIT
-      const one = await s1(locks, `s1:${rep}`);
-      const many = await s2(locks, `s2:${rep}`);
+      await s1(locks, `warm:${rep}`, admin); // connections and JIT
+      const one = await s1(locks, `s1:${rep}`, admin);
+      const many = await s2(locks, `s2:${rep}`, admin);
       build.s1.push(one.opsPerS);
       build.cpu.push(one.cpuUsPerOp);
+      build.redis.push(one.redisUsPerOp);
       build.s2.push(many.opsPerS);
-      build.s2cpu.push(many.cpuUsPerOp);
+      build.redis2.push(many.redisUsPerOp);
       await locks.close();
     }
   }
+  await admin.quit();
   for (const b of builds) {
     console.log(
       `${b.dir}: S1 ${median(b.s1).toFixed(0)} ops/s (${range(b.s1)}), ` +
-        `${median(b.cpu).toFixed(1)} CPU µs/op (${range(b.cpu)}); S2 ${median(b.s2).toFixed(0)} ops/s (${range(b.s2)}), ` +
-        `${median(b.s2cpu).toFixed(1)} CPU µs/op (${range(b.s2cpu)})`,
+        `${median(b.cpu).toFixed(1)} CPU µs/op (${range(b.cpu)}), ` +
+        `Redis ${median(b.redis).toFixed(1)} CPU µs/op (${range(b.redis, 1)}); ` +
+        `S2 ${median(b.s2).toFixed(0)} ops/s (${range(b.s2)}), ` +
+        `Redis ${median(b.redis2).toFixed(1)} CPU µs/op (${range(b.redis2, 1)})`,
     );
   }
   const [a, b] = builds;
   console.log(
     `B/A: S1 ${(median(b.s1) / median(a.s1)).toFixed(3)}×, CPU/op ${(median(b.cpu) / median(a.cpu)).toFixed(3)}×, ` +
-      `S2 ${(median(b.s2) / median(a.s2)).toFixed(3)}×, S2 CPU/op ${(median(b.s2cpu) / median(a.s2cpu)).toFixed(3)}× ` +
-      `(${KEYS} key${KEYS === 1 ? '' : 's'} per call; medians of ${REPS} interleaved repetitions)`,
+      `Redis CPU/op ${(median(b.redis) / median(a.redis)).toFixed(3)}×, ` +
+      `S2 ${(median(b.s2) / median(a.s2)).toFixed(3)}×, ` +
+      `S2 Redis CPU/op ${(median(b.redis2) / median(a.redis2)).toFixed(3)}× ` +
+      `(medians of ${REPS} interleaved repetitions)`,
   );
 }
 

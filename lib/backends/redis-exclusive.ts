@@ -30,17 +30,24 @@ export class ExclusiveLeases {
     ttl: number,
     writer: AcquireTry['waitingWriter'],
   ): Promise<number> {
-    return acquireScript
-      .run(
-        client,
-        [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
-        [token, ttl, this.fenceRetention, this.instanceId, writer?.id ?? '', writer?.entryMs ?? 0],
-      )
-      .then((reply) => {
-        if (typeof reply === 'number') return reply;
-        writer?.entered();
-        return reply[0];
-      });
+    const lifetime = Math.ceil(ttl + this.fenceRetention);
+    const mapped = (reply: number | [waitingRetry: number]): number => {
+      if (typeof reply === 'number') return reply;
+      writer?.entered();
+      return reply[0];
+    };
+    const { lock, fence, holder, readers } = keys;
+    if (!writer) {
+      // The uncontended try: no waiting writer, so neither its key nor its two args are sent.
+      const args = [token, ttl, lifetime, this.instanceId] as const;
+      return acquireScript.run(client, [lock, fence, holder, readers], args, mapped);
+    }
+    return acquireScript.run(
+      client,
+      [lock, fence, holder, readers, keys.writersWaiting],
+      [token, ttl, lifetime, this.instanceId, writer.id, writer.entryMs],
+      mapped,
+    );
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
@@ -52,13 +59,14 @@ export class ExclusiveLeases {
     return reply === 1;
   }
 
-  /** 1 when `token` held the lock and it is deleted now (its release published), else 0. */
-  release(keys: LockRedisKeys, token: string): Promise<number> {
-    const { publish, channel } = this.publishing();
-    return releaseScript.run(
-      this.client,
-      [keys.lock, keys.holder],
-      [token, publish, channel(keys.channel)],
+  /**
+   * Whether `token` held the lock and it is deleted now (its release published), passed through
+   * `then` (the caller's check of the answer, in the same step).
+   */
+  release<T>(keys: LockRedisKeys, token: string, then: (deleted: boolean) => T): Promise<T> {
+    const { publish } = this.publishing();
+    return releaseScript.run(this.client, [keys.lock, keys.holder], [token, publish], (reply) =>
+      then(reply === 1),
     );
   }
 

@@ -173,20 +173,19 @@ export class RedisBackend implements FairLockBackend {
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
-    const sent = isShared(keys)
-      ? this.shared.release(keys, token)
-      : (permitsOf(keys) !== undefined
-          ? this.permits.release(keys, token)
-          : this.exclusive.release(keys, token)
-        ).then((reply) => reply === 1);
-    return sent.then((deleted) => {
+    const answered = (deleted: boolean): boolean => {
       if (!deleted && this.resets !== resetsBefore) {
         // The connection dropped meanwhile and ioredis re-sent the release: "not there" may be
         // our own first delete whose reply was lost. Say "unknown" rather than wrongly "lost".
         throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
       }
       return deleted;
-    });
+    };
+    if (isShared(keys)) return this.shared.release(keys, token).then(answered);
+    if (permitsOf(keys) !== undefined) {
+      return this.permits.release(keys, token).then((reply) => answered(reply === 1));
+    }
+    return this.exclusive.release(keys, token, answered);
   }
 
   fairAcquire(...args: Parameters<RedisFairQueue['acquire']>): Promise<FairAcquireReply> {

@@ -6,6 +6,7 @@ import type { AcquireContext } from './acquire-context';
 import type { AcquireOutcome, AcquireRequest } from './acquire-request';
 import { retryPause, unavailableWorthRetrying } from './backoff';
 import { monotonicNow } from '../util/clock';
+import { settled } from '../util/settled';
 import type { HeldLock } from './held-lock';
 import type { Waiter } from './waiter';
 
@@ -25,6 +26,11 @@ export interface CallTries {
    * where a release wakes one waiter to try again.
    */
   readonly handOff?: HandOff;
+  /**
+   * Called when the call gives up after waiting (out of budget, cancelled, failed): a waiting
+   * writer's entry leaves at once. Never after the first try alone, which enters nothing.
+   */
+  gaveUp?(): void;
 }
 
 /** Fair mode: how a call takes on a lock a release handed to it. */
@@ -41,36 +47,74 @@ export interface HandOff {
  * backoff while the budget lasts; if it still is when the budget runs out, that error is thrown
  * rather than "busy". `started` is when the call began (monotonic): the budget counts from it.
  */
-export async function waitForLock(
+export function waitForLock(
   context: AcquireContext,
   request: AcquireRequest,
   keys: LockRedisKeys,
   started: number,
   tries: CallTries,
 ): Promise<AcquireOutcome> {
+  const call = new CallTry(context, tries, started + request.wait);
+  const afterFirst = (first: HeldLock | number): AcquireOutcome | Promise<AcquireOutcome> => {
+    if (typeof first !== 'number') return { lock: first };
+    if (request.wait <= 0) return { retryAfterMs: first, waited: 0 };
+    return waitAfterFirstTry(context, request, keys, started, tries, call, first);
+  };
+  // The first try is one `.then` (no async layers): most calls end with it. Nothing is "out of
+  // reach" before it, so a success has nothing to clear.
+  return settled(() => attemptIfOpen(context, tries, false)).then(afterFirst, (error: unknown) =>
+    afterFirst(call.failed(error)),
+  );
+}
+
+/** The tries of one acquire call, and how the last of them failed to reach Redis (if it did). */
+class CallTry {
+  /** Redis out of reach at the last try (cleared by a try that reached it). */
+  unavailable?: RedisUnavailableError;
+  private failures = 0;
+
+  constructor(
+    private readonly context: AcquireContext,
+    private readonly tries: CallTries,
+    readonly deadline: number,
+  ) {}
+
+  /** One try of the call, unless shutdown has begun or the connections cannot work. */
+  attempt(queue: boolean): Promise<HeldLock | number> {
+    return this.once(() => attemptIfOpen(this.context, this.tries, queue));
+  }
+
+  /** One try; Redis out of reach counts as busy for a backoff pause while the budget lasts. */
+  once(step: () => Promise<HeldLock | number>): Promise<HeldLock | number> {
+    return settled(step).then(
+      (outcome) => {
+        this.unavailable = undefined;
+        return outcome;
+      },
+      (error: unknown) => this.failed(error),
+    );
+  }
+
+  /** A try that failed: rethrown, or (Redis out of reach, budget left) the pause until the next. */
+  failed(error: unknown): number {
+    this.unavailable = unavailableWorthRetrying(error, this.context.connections, this.deadline);
+    return retryPause(this.failures++);
+  }
+}
+
+/** The wait after a busy first try, `first` ms being how long the holder's lease still runs. */
+async function waitAfterFirstTry(
+  context: AcquireContext,
+  request: AcquireRequest,
+  keys: LockRedisKeys,
+  started: number,
+  tries: CallTries,
+  call: CallTry,
+  first: number,
+): Promise<AcquireOutcome> {
   const { signal } = request;
   const { notifier, options } = context;
-  const deadline = started + request.wait;
-  let unavailable: RedisUnavailableError | undefined;
-  let failures = 0;
-  // One try; Redis out of reach counts as busy for a backoff pause while the budget lasts.
-  const tryOnce = async (step: () => Promise<HeldLock | number>): Promise<HeldLock | number> => {
-    try {
-      const outcome = await step();
-      unavailable = undefined;
-      return outcome;
-    } catch (error) {
-      unavailable = unavailableWorthRetrying(error, context.connections, deadline);
-      return retryPause(failures++);
-    }
-  };
-  const attempt = (queue: boolean): Promise<HeldLock | number> =>
-    tryOnce(() => attemptIfOpen(context, tries, queue));
-
-  const first = await attempt(false);
-  if (typeof first !== 'number') return { lock: first };
-  if (request.wait <= 0) return { retryAfterMs: first, waited: 0 };
-
+  const { deadline } = call;
   context.waiting(1);
   let waiter: Waiter;
   try {
@@ -84,13 +128,14 @@ export async function waitForLock(
     );
   } catch (error) {
     context.waiting(-1);
+    tries.gaveUp?.();
     throw error;
   }
   const { handOff } = tries;
   try {
     let retryAfterMs = first;
     for (;;) {
-      const outcome = await attempt(true);
+      const outcome = await call.attempt(true);
       if (typeof outcome !== 'number') {
         passOnUnused(notifier, waiter, keys, handOff);
         return { lock: outcome };
@@ -100,7 +145,8 @@ export async function waitForLock(
       if (granted === undefined) {
         const remaining = deadline - monotonicNow();
         if (remaining <= 0) {
-          if (unavailable) throw unavailable;
+          if (call.unavailable) throw call.unavailable;
+          tries.gaveUp?.();
           return { retryAfterMs, waited: monotonicNow() - started };
         }
         // Fallback when no message comes (expiry, lost message): the holder's lease end + jitter.
@@ -112,7 +158,7 @@ export async function waitForLock(
         // Redis out of reach while taking it on: the next try finds the lock ours and takes
         // it on again; a call that gives up leaves the queue, which frees it.
         const fence = granted;
-        const adopted = await tryOnce(() => handOff.adopt(fence));
+        const adopted = await call.once(() => handOff.adopt(fence));
         if (typeof adopted !== 'number') return { lock: adopted };
       }
     }
@@ -122,6 +168,7 @@ export async function waitForLock(
     // (Fair mode passes nothing on here: leaving the queue hands the lock on in Redis.)
     notifier.unregister(waiter);
     if (!handOff) notifier.passOn(keys.channel);
+    tries.gaveUp?.();
     throw error;
   } finally {
     notifier.unregister(waiter);
@@ -150,7 +197,7 @@ function passOnUnused(
  * A try, unless shutdown has begun or the connections cannot work: then that is thrown, with
  * nothing sent (so not even queued: no late grant to undo).
  */
-async function attemptIfOpen(
+function attemptIfOpen(
   context: AcquireContext,
   tries: CallTries,
   queue: boolean,

@@ -19,9 +19,9 @@ export function boundedCommand<T>(
   subject: string,
 ): Promise<T> {
   const guarded = connections.guard(command);
-  return withTimeout(guarded, timeoutMs, operation).catch((error: unknown) => {
-    throw commandFailure(error, connections, operation, subject);
-  });
+  return withTimeout(guarded, timeoutMs, operation, (error) =>
+    commandFailure(error, connections, operation, subject),
+  );
 }
 
 /**

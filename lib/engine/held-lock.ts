@@ -3,7 +3,8 @@ import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { MAX_TIMER_MS, monotonicNow, suspendedSince } from '../util/clock';
+import { MAX_TIMER_MS, monotonicElapsed, monotonicNow, suspendedSince } from '../util/clock';
+import { settled } from '../util/settled';
 import type { LockHandle } from './lock-handle';
 import type { HeldLockOptions, LockOperations } from './lock-operations';
 
@@ -230,24 +231,22 @@ export class HeldLock implements LockHandle {
   }
 
   release(): Promise<boolean> {
-    this.released ??= this.releaseOnce();
+    this.released ??= settled(() => this.releaseOnce());
     return this.released;
   }
 
-  private async releaseOnce(): Promise<boolean> {
+  private releaseOnce(): Promise<boolean> {
     // Stop renewal first: a renewal already sent reaches Redis before this DEL (same connection).
     this.operations.untrack(this);
-    const lapsed = this.lostError ? undefined : this.expiry(monotonicNow());
-    const deleted = await this.operations.releaseLease(this);
-    if (!deleted) {
-      this.lose('not-owner');
+    // expiry() reads validUntil, which watches the wall clock right after this reading.
+    const lapsed = this.lostError ? undefined : this.expiry(monotonicElapsed());
+    return this.operations.releaseLease(this).then((deleted) => {
+      if (deleted && !lapsed && !this.lostError) {
+        this.operations.reportReleased(this);
+        return true;
+      }
+      this.lose(deleted ? (lapsed ?? 'deadline') : 'not-owner');
       return false;
-    }
-    if (lapsed || this.lostError) {
-      this.lose(lapsed ?? 'deadline');
-      return false;
-    }
-    this.operations.reportReleased(this);
-    return true;
+    });
   }
 }

@@ -5,7 +5,7 @@ import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { LockMode } from '../telemetry/lock-mode';
 import type { AcquireSpan, HoldSpan } from '../telemetry/span-handles';
 import { createTelemetry, type LockTelemetry } from '../telemetry/lock-telemetry';
-import { monotonicNow } from '../util/clock';
+import { monotonicElapsed } from '../util/clock';
 import type { AcquireOutcome } from './acquire-request';
 import { emitSafely } from './emit-lost';
 import type { HeldLock } from './held-lock';
@@ -32,17 +32,17 @@ export class LockLifecycle {
 
   /** Runs one acquire call (`call`), timing it and reporting how it ended. */
   acquire(key: string, call: () => Promise<AcquireOutcome>): Promise<AcquireOutcome> {
-    const started = monotonicNow();
+    const started = monotonicElapsed();
     const span = this.telemetry.spans?.startAcquire(key);
     const running = span ? span.run(call) : call();
     running.then(
       (outcome) => {
-        const waitedMs = monotonicNow() - started;
+        const waitedMs = monotonicElapsed() - started;
         if ('lock' in outcome) this.acquired(outcome.lock, waitedMs, span);
         else this.busy(key, waitedMs, outcome.retryAfterMs, span);
       },
       (error: unknown) => {
-        this.telemetry.metrics?.acquireFailed(monotonicNow() - started, error);
+        this.telemetry.metrics?.acquireFailed(monotonicElapsed() - started, error);
         span?.failed(error);
       },
     );
@@ -55,15 +55,16 @@ export class LockLifecycle {
    * goes through `acquire()` and is reported there.)
    */
   acquireMany(call: () => Promise<MultiAcquireOutcome>): Promise<MultiAcquireOutcome> {
-    const started = monotonicNow();
+    const started = monotonicElapsed();
     const running = call();
     running.then(
       (outcome) => {
-        const waitedMs = monotonicNow() - started;
+        const waitedMs = monotonicElapsed() - started;
         if (!('lock' in outcome)) this.busy(outcome.busyKey, waitedMs, outcome.retryAfterMs);
         else for (const lock of outcome.lock.parts) this.acquired(lock, waitedMs, undefined);
       },
-      (error: unknown) => this.telemetry.metrics?.acquireFailed(monotonicNow() - started, error),
+      (error: unknown) =>
+        this.telemetry.metrics?.acquireFailed(monotonicElapsed() - started, error),
     );
     return running;
   }
@@ -79,7 +80,7 @@ export class LockLifecycle {
   }
 
   released(lock: HeldLock): void {
-    const heldMs = monotonicNow() - lock.startedAt;
+    const heldMs = monotonicElapsed() - lock.startedAt;
     this.telemetry.metrics?.holdEnded(heldMs, 'released');
     if (this.events.listenerCount('released') === 0) return;
     const { key, fence } = lock;
@@ -91,7 +92,7 @@ export class LockLifecycle {
     const { metrics } = this.telemetry;
     if (metrics) {
       metrics.lost(error.reason);
-      if (handle === lock) metrics.holdEnded(monotonicNow() - lock.startedAt, 'lost');
+      if (handle === lock) metrics.holdEnded(monotonicElapsed() - lock.startedAt, 'lost');
     }
     emitSafely(this.events, this.logger, 'lost', error, handle);
   }

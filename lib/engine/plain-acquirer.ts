@@ -5,9 +5,10 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
 import { waitForLock } from './acquire-loop';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
-import { monotonicNow, newToken } from '../util/clock';
+import { monotonicElapsed, monotonicNow, newToken } from '../util/clock';
 import { HeldLock } from './held-lock';
 import { raceAbort } from './race-abort';
+import { settled } from '../util/settled';
 
 /**
  * The shortest life of a waiting writer's entry without a refresh (ms), however short
@@ -36,9 +37,15 @@ export class PlainAcquirer implements Acquirer {
     );
   }
 
-  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+  acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    // No async layer: the uncontended call is one promise chain (a synchronous throw, such as
+    // an aborted signal, still becomes a rejection).
+    return settled(() => this.call(request));
+  }
+
+  private call(request: AcquireRequest): Promise<AcquireOutcome> {
     request.signal?.throwIfAborted();
-    const started = monotonicNow();
+    const started = monotonicElapsed(); // the wait budget's start
     const keys = this.context.keysOf(request.key, request.kind);
     // A writer that waits, with writer priority: its entry among the writers waiting. Its id is
     // drawn at the first try that waits, so an uncontended acquire pays nothing for it.
@@ -55,28 +62,20 @@ export class PlainAcquirer implements Acquirer {
           })
         : undefined,
     });
-    // Given up after entering the waiting set: the entry goes at once, waking the readers it
-    // held back (rather than holding them until it lapses).
-    const leave = (): void => {
-      if (!entered || !waitingWriter || !this.backend.leaveWriters) return;
-      this.context.cleanUp(this.backend.leaveWriters(keys, waitingWriter.id));
-    };
-    let outcome: AcquireOutcome;
-    try {
-      outcome = await waitForLock(this.context, request, keys, started, {
-        attempt: (queue) => this.attempt(request, keys, queue ? waitingTry() : undefined),
-        maxSleep: Infinity,
-      });
-    } catch (error) {
-      leave();
-      throw error;
-    }
-    if (!('lock' in outcome)) leave();
-    return outcome;
+    return waitForLock(this.context, request, keys, started, {
+      attempt: (queue) => this.attempt(request, keys, queue ? waitingTry() : undefined),
+      maxSleep: Infinity,
+      // Given up after entering the waiting set: the entry goes at once, waking the readers it
+      // held back (rather than holding them until it lapses).
+      gaveUp: () => {
+        if (!entered || !waitingWriter || !this.backend.leaveWriters) return;
+        this.context.cleanUp(this.backend.leaveWriters(keys, waitingWriter.id));
+      },
+    });
   }
 
   /** One try: a lock, or the ms until another try is worth it (the holder's remaining lease). */
-  private async attempt(
+  private attempt(
     request: AcquireRequest,
     keys: LockRedisKeys,
     how?: AcquireTry,
@@ -85,33 +84,38 @@ export class PlainAcquirer implements Acquirer {
     const token = newToken();
     const sentAt = monotonicNow();
     const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl), how);
-    let fence: number;
-    try {
-      fence = await raceAbort(
-        context.bounded(sent, 'acquire', `lock "${request.key}"`),
-        request.signal,
-      );
-    } catch (error) {
-      // Timed out or cancelled while the server may still grant it: free that grant when it lands.
-      context.cleanUp(sent.then((late) => (late > 0 ? this.backend.release(keys, token) : false)));
-      throw error;
-    }
-    if (fence <= 0) return -fence;
-    if (context.isClosing()) {
-      // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
-      context.cleanUp(this.backend.release(keys, token));
-      throw new LockServiceClosedError(messages.shuttingDown());
-    }
-    const lock = new HeldLock({
-      operations: context.engine,
-      key: request.key,
-      redisKeys: keys,
-      token,
-      fence,
-      lease: request.ttl,
-      startedAt: sentAt,
-      owner: context.engine,
-    });
-    return context.track(lock, request);
+    // Settled: a signal aborted meanwhile rejects, and the grant that may still land is freed.
+    const answer = settled(() =>
+      raceAbort(context.bounded(sent, 'acquire', `lock "${request.key}"`), request.signal),
+    );
+    return answer.then(
+      (fence) => {
+        if (fence <= 0) return -fence;
+        if (context.isClosing()) {
+          // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
+          context.cleanUp(this.backend.release(keys, token));
+          throw new LockServiceClosedError(messages.shuttingDown());
+        }
+        const lock = new HeldLock({
+          operations: context.engine,
+          key: request.key,
+          redisKeys: keys,
+          token,
+          fence,
+          lease: request.ttl,
+          startedAt: sentAt,
+          owner: context.engine,
+        });
+        return context.track(lock, request);
+      },
+      (error: unknown) => {
+        // Timed out or cancelled while the server may still grant it: free that grant when it
+        // lands.
+        context.cleanUp(
+          sent.then((late) => (late > 0 ? this.backend.release(keys, token) : false)),
+        );
+        throw error;
+      },
+    );
   }
 }

@@ -148,7 +148,8 @@ export class ReleaseNotifier {
    */
   releaseAnswered(channel: string, token: string, deleted: boolean): void {
     const woken = this.ownReleases.get(token);
-    if (!deleted || woken) {
+    // No waiter in this process (channels.size 0): nothing to hand off, no channel to look up.
+    if (!deleted || woken || this.channels.size === 0) {
       this.ownReleases.delete(token);
       return;
     }

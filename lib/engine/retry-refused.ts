@@ -1,6 +1,7 @@
 import { refusedUnrun } from '../redis/reply-error';
 import { retryPause } from './backoff';
 import { monotonicNow } from '../util/clock';
+import { settled } from '../util/settled';
 
 /**
  * Runs `attempt` again, with backoff, while Redis refuses it unrun — a Cluster slot in migration
@@ -9,14 +10,13 @@ import { monotonicNow } from '../util/clock';
  * may have run (a timeout, a lost connection), or any other, is thrown at once: sending it again
  * could run it twice.
  */
-export async function retryRefused<T>(attempt: () => Promise<T>, until: () => number): Promise<T> {
-  for (let failures = 0; ; failures++) {
-    try {
-      return await attempt();
-    } catch (error) {
+export function retryRefused<T>(attempt: () => Promise<T>, until: () => number): Promise<T> {
+  // A promise chain, not an async loop: one layer on a path every release takes.
+  const from = (failures: number): Promise<T> =>
+    settled(attempt).catch((error: unknown) => {
       const pause = retryPause(failures);
       if (!refusedUnrun(error) || monotonicNow() + pause >= until()) throw error;
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
-  }
+      return new Promise((resolve) => setTimeout(resolve, pause)).then(() => from(failures + 1));
+    });
+  return from(0);
 }

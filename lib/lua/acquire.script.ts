@@ -10,40 +10,43 @@ import { coverLua } from './read-fence.lua';
  * refused because of readers, or already waiting, it enters or refreshes its entry in the
  * writers' waiting set, which holds back new readers until it gets in, leaves, or its entry
  * lapses (`entryMs` after its last try); it is told to try again within a third of that.
- * Keys: the lock key, its fence counter, its holder record, its readers, its writers waiting
- * (same hash slot).
- * Args: the token, the lease in ms, how long (ms) the fence counter outlives the lease, the
- * holder's instance id (written beside the lease with the same PX, for inspection), the waiting
- * writer's id ('' for a try that will not wait, or with writer priority off), its entry's
- * lifetime in ms.
+ * Keys: the lock key, its fence counter, its holder record, its readers, and (only with a waiting
+ * writer's id) its writers waiting (same hash slot).
+ * Args: the token, the lease in ms, the fence counter's lifetime in ms (the lease plus how long
+ * the counter outlives it), the holder's instance id (written beside the lease with the same PX,
+ * for inspection), and only for a writer that will wait with writer priority: its id and its
+ * entry's lifetime in ms. The uncontended try sends four keys and four args, read once each.
  * Returns the fence (> 0) when granted, or -(ms until another try is worth it) when busy: the
  * holder's PTTL (0 if it expires now), or the last reader's lease left — in a table of its own,
  * {-ms}, when the writer is (now) in the waiting set, so the caller knows to leave it if it
  * gives up.
  */
 export const acquireScript = new LuaScript<
-  readonly [
-    lockKey: string,
-    fenceKey: string,
-    holderKey: string,
-    readersKey: string,
-    writersWaitingKey: string,
-  ],
-  readonly [
-    token: string,
-    leaseMs: number,
-    fenceRetentionMs: number,
-    instanceId: string,
-    waitId: string,
-    entryMs: number,
-  ],
+  | readonly [lockKey: string, fenceKey: string, holderKey: string, readersKey: string]
+  | readonly [
+      lockKey: string,
+      fenceKey: string,
+      holderKey: string,
+      readersKey: string,
+      writersWaitingKey: string,
+    ],
+  | readonly [token: string, leaseMs: number, fenceLifetimeMs: number, instanceId: string]
+  | readonly [
+      token: string,
+      leaseMs: number,
+      fenceLifetimeMs: number,
+      instanceId: string,
+      waitId: string,
+      entryMs: number,
+    ],
   number | [waitingRetry: number]
 >(
   'acquire',
   `
 local lockKey, fenceKey, holderKey, readersKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local token, leaseMs, fenceRetentionMs, instanceId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local waitId, entryMs = ARGV[5], tonumber(ARGV[6])
+local token, leaseMs, fenceLifetimeMs, instanceId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- No waiting writer: no id, and its key (KEYS[5]) is neither sent nor touched.
+local waitId, entryMs = ARGV[5] or '', tonumber(ARGV[6])
 -- Enters or refreshes this writer's entry; the next try comes before it can lapse.
 local function waitAsWriter(now, retry)
   redis.call('ZADD', waitingKey, now + entryMs, waitId)
@@ -66,7 +69,9 @@ if redis.call('EXISTS', readersKey) == 1 then
 end
 if redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
   if waitId ~= '' then redis.call('ZREM', waitingKey, waitId) end
-${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+  -- One clock reading for the holder record and (a new counter) the first fence.
+  local clock = redis.call('TIME')
+${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs', 'clock')}${nextFenceLua('fenceKey', 'fenceLifetimeMs', 'clock')}
   return fence
 end
 if redis.call('GET', lockKey) == token then

@@ -5,16 +5,17 @@
  * the token in the lock key alone, so a record that is missing (a grant by an older version) or
  * stale changes no compare. The token in it lets a reader tell a record of the current grant from
  * one left over (an older version's forced release deletes the lock key only); it never leaves
- * the scripts.
+ * the scripts. `clock` names a `TIME` reply the script read already for this grant.
  */
 export const writeHolderLua = (
   holderKey: string,
   token: string,
   instanceId: string,
   leaseMs: string,
+  clock?: string,
 ): string => `
 do
-  local clock = redis.call('TIME')
+  local clock = ${clock ?? "redis.call('TIME')"}
   local since = string.format('%d', clock[1] * 1000 + math.floor(clock[2] / 1000))
   redis.call('SET', ${holderKey}, since .. ' ' .. ${token} .. ' ' .. ${instanceId}, 'PX', ${leaseMs})
 end

@@ -24,16 +24,26 @@ export class LuaScript<
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  run(client: RedisCommander, keys: Keys, args: Args): Promise<Reply> {
-    // A plain promise chain, not an async function: this is on every lock command.
-    const reply = client
+  run(client: RedisCommander, keys: Keys, args: Args): Promise<Reply>;
+  /** Runs it and resolves `map(reply)`: the mapping in the same step as the NOSCRIPT fallback. */
+  run<T>(client: RedisCommander, keys: Keys, args: Args, map: (reply: Reply) => T): Promise<T>;
+  run<T>(
+    client: RedisCommander,
+    keys: Keys,
+    args: Args,
+    map?: (reply: Reply) => T,
+  ): Promise<Reply | T> {
+    // A plain promise chain, not an async function, and one `.then` for both the reply and the
+    // fallback: this is on every lock command.
+    const mapped = map as ((reply: unknown) => T) | undefined;
+    return client
       .evalsha(this.sha, keys.length, ...keys, ...args)
-      .catch((error: unknown) => {
+      .then(mapped, (error: unknown) => {
         if (!isNoScript(error)) throw error;
         // EVAL also caches the script, so the next EVALSHA finds it.
-        return client.eval(this.source, keys.length, ...keys, ...args);
-      });
-    return reply as Promise<Reply>;
+        const reply = client.eval(this.source, keys.length, ...keys, ...args);
+        return mapped ? reply.then(mapped) : reply;
+      }) as Promise<Reply | T>;
   }
 }
 

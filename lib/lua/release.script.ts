@@ -7,25 +7,27 @@ export type PublishCommand = 'PUBLISH' | 'SPUBLISH';
  * Compare-and-delete: only the token that holds the key may delete it, atomically (no GET-then-DEL
  * window in which the lease expires and a new owner's key gets deleted).
  * Keys: the lock key, its holder record (deleted with it).
- * Args: the token, the publish command, the release channel (in the lock's hash slot). The
- * channel is no KEY: a key that never exists makes a Cluster slot in migration answer TRYAGAIN to
- * the whole script while the lock is still there.
+ * Args: the token, the publish command. The release channel is the lock key's name (as the
+ * server sees it, any client key prefix included) plus `:released`, in the lock's hash slot: built
+ * here rather than sent, one argument fewer on every release. It is no KEY: a key that never
+ * exists makes a Cluster slot in migration answer TRYAGAIN to the whole script while the lock is
+ * still there.
  * Returns 1 when we deleted our own lock, 0 when it had expired or belongs to someone else.
  */
 export const releaseScript = new LuaScript<
   readonly [lockKey: string, holderKey: string],
-  readonly [token: string, publish: PublishCommand, channel: string],
+  readonly [token: string, publish: PublishCommand],
   0 | 1
 >(
   'release',
   `
 local lockKey, holderKey = KEYS[1], KEYS[2]
-local token, publish, channel = ARGV[1], ARGV[2], ARGV[3]
+local token, publish = ARGV[1], ARGV[2]
 if redis.call('GET', lockKey) == token then
   redis.call('DEL', lockKey, holderKey)
   -- Wake waiters at once instead of letting them sleep until their fallback timer. The message is
   -- our token, so our own process can tell the release it already handed off locally.
-  redis.call(publish, channel, token)
+  redis.call(publish, lockKey .. ':released', token)
   return 1
 end
 return 0

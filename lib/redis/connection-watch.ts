@@ -77,6 +77,8 @@ export class ConnectionWatch {
 
   /** A fresh error naming each blocked address and its cause, when too few nodes are usable. */
   unavailable(): RedisUnavailableError | undefined {
+    // Asked before every lock command: the healthy answer allocates nothing.
+    if (this.nodes.every(isUnblocked)) return undefined;
     const blocked: { address: string; cause: Error }[] = [];
     for (const node of this.nodes) {
       const cause = node.blockedBy();
@@ -102,7 +104,7 @@ export class ConnectionWatch {
     }
     // Once every node has come up, only a credentials error can block it, and ioredis fails the
     // queued commands with it at once: no race needed on the hot path.
-    if (this.nodes.every((node) => node.hasBeenReady)) return command;
+    if (this.nodes.every(hasBeenReady)) return command;
     return new Promise<T>((resolve, reject) => {
       const removals = this.nodes.map((node) =>
         node.onBlocked(() => {
@@ -126,6 +128,9 @@ export class ConnectionWatch {
     });
   }
 }
+
+const isUnblocked = (node: ClientWatch): boolean => node.blockedBy() === undefined;
+const hasBeenReady = (node: ClientWatch): boolean => node.hasBeenReady;
 
 /** Redis refused the credentials: reconnecting with the same ones cannot help. */
 function isCredentialsError(error: Error): boolean {

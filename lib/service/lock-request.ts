@@ -1,4 +1,6 @@
 import type { LockEngine } from '../engine/lock-engine';
+import type { LockHandle } from '../engine/lock-handle';
+import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { assertLockKey } from '../keys/lock-keys';
 import type { AcquireOptions } from '../options/lock-call-options';
 import { leaseKindOf } from '../options/permits-option';
@@ -13,6 +15,18 @@ export function acquireMany(engine: LockEngine, keys: readonly string[], options
   const unique = multiKeys(keys, options, engine.options.maxKeyLength);
   const { key: _first, ...request } = lockRequest(engine.options, unique[0]!, options);
   return engine.acquireMany({ ...request, keys: unique });
+}
+
+/** `key`'s lock, or `LockNotAcquiredError` when it stayed busy through the wait. */
+export function acquireOne(
+  engine: LockEngine,
+  key: string,
+  options: AcquireOptions,
+): Promise<LockHandle> {
+  return engine.acquire(lockRequest(engine.options, key, options)).then((outcome) => {
+    if ('lock' in outcome) return outcome.lock;
+    throw new LockNotAcquiredError(key, outcome.waited, outcome.retryAfterMs);
+  });
 }
 
 /** The engine's request for one key: the call's options over the module's (`defaults`), checked. */

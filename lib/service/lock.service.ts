@@ -9,19 +9,19 @@ import type { MultiLockHandle } from '../engine/multi-lock-handle';
 import { LockEngine } from '../engine/lock-engine';
 import { givenBackend } from './given-backend';
 import type { LockEventListener, LockEventName } from '../engine/lock-events';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { assertLockKey } from '../keys/lock-keys';
 import { isKeyList, type LockSource } from '../locking/lock-source';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
 import { heldOrNull, heldOrThrow } from './multi-key-request';
-import { acquireMany, lockRequest } from './lock-request';
+import { acquireMany, acquireOne, lockRequest } from './lock-request';
 import type { AcquireOptions, WithLockOptions } from '../options/lock-call-options';
 import type {
   RedisLockModuleOptions,
   ResolvedRedisLockOptions,
 } from '../options/redis-lock-options';
 import { assertPositive, resolveOptions } from '../options/resolve-options';
+import { settled } from '../util/settled';
 
 /**
  * Distributed locks on Redis. Injected by `RedisLockModule`; usable on its own as
@@ -57,14 +57,13 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    */
   acquire(keys: readonly string[], options?: AcquireOptions): Promise<MultiLockHandle>;
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle>;
-  async acquire(
-    key: string | readonly string[],
-    options: AcquireOptions = {},
-  ): Promise<LockHandle> {
-    if (isKeyList(key)) return heldOrThrow(await acquireMany(this.engine, key, options));
-    const outcome = await this.engine.acquire(lockRequest(this.options, key, options));
-    if ('lock' in outcome) return outcome.lock;
-    throw new LockNotAcquiredError(key, outcome.waited, outcome.retryAfterMs);
+  acquire(key: string | readonly string[], options: AcquireOptions = {}): Promise<LockHandle> {
+    // No async layer (a bad key still rejects, as settled): every acquire comes here.
+    return settled(() =>
+      isKeyList(key)
+        ? acquireMany(this.engine, key, options).then(heldOrThrow)
+        : acquireOne(this.engine, key, options),
+    );
   }
 
   /**

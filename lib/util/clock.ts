@@ -24,6 +24,15 @@ export function monotonicNow(): number {
 }
 
 /**
+ * Monotonic milliseconds without the wall-clock watch, for durations and budgets only (a wait, a
+ * hold's length, a reading that `suspendedSince` follows at once): half the cost of
+ * `monotonicNow`. Never for when a lease was confirmed: a jump before that must be seen first.
+ */
+export function monotonicElapsed(): number {
+  return source.monotonic();
+}
+
+/**
  * A jump of the wall clock ahead of the monotonic one smaller than this is noise: `Date.now()`
  * has whole milliseconds, and a reading can be preempted between the two clocks.
  */

@@ -3,14 +3,22 @@ import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 
 /**
  * Bounds one Redis command. ioredis queues commands while it reconnects, so without a bound an
- * unreachable Redis turns every lock call into a hang.
+ * unreachable Redis turns every lock call into a hang. `failure` turns any rejection (the
+ * timeout's included) into the error the caller reports, in the same step: no extra `.catch`
+ * layer on a path every acquire and release takes.
  */
-export function withTimeout<T>(promise: Promise<T>, ms: number, operation: string): Promise<T> {
+export function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  operation: string,
+  failure?: (error: unknown) => unknown,
+): Promise<T> {
   // One promise and one timer per command (no Promise.race/finally chain): this is on every
   // acquire and release.
   return new Promise<T>((resolve, reject) => {
+    const fail = failure ? (error: unknown) => reject(failure(error)) : reject;
     const timer = setTimeout(
-      () => reject(new RedisUnavailableError(messages.redisUnavailable(operation, ms))),
+      () => fail(new RedisUnavailableError(messages.redisUnavailable(operation, ms))),
       ms,
     );
     promise.then(
@@ -20,7 +28,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, operation: strin
       },
       (error: unknown) => {
         clearTimeout(timer);
-        reject(error);
+        fail(error);
       },
     );
   });

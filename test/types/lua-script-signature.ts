@@ -18,10 +18,15 @@ export async function accepted(): Promise<void> {
     ['lock', 'lock:fence', 'lock:holder', 'lock:readers', 'lock:writers-waiting'],
     ['t', 1_000, 60, 'id', '', 0],
   );
+  const uncontended: number | [number] = await acquireScript.run(
+    client,
+    ['lock', 'lock:fence', 'lock:holder', 'lock:readers'],
+    ['t', 1_000, 61_000, 'id'],
+  );
   const released: 0 | 1 = await releaseScript.run(
     client,
     ['lock', 'lock:holder'],
-    ['t', 'PUBLISH', 'channel'],
+    ['t', 'PUBLISH'],
   );
   const fair: number | [number, number] = await fairAcquireScript.run(
     client,
@@ -33,7 +38,7 @@ export async function accepted(): Promise<void> {
     ['a', 'a:fence', 'a:holder'],
     [60, 't', 1_000],
   );
-  void [fence, released, fair, renewed];
+  void [fence, uncontended, released, fair, renewed];
 }
 
 export async function refused(): Promise<void> {
@@ -45,7 +50,9 @@ export async function refused(): Promise<void> {
   // @ts-expect-error the lease and the token swapped
   await acquireScript.run(client, keys, [1_000, 't', 60, 'id', '', 0]);
   // @ts-expect-error not a publish command
-  await releaseScript.run(client, ['lock', 'lock:holder'], ['t', 'SET', 'channel']);
+  await releaseScript.run(client, ['lock', 'lock:holder'], ['t', 'SET']);
+  // @ts-expect-error the channel is no argument: the script builds it from the lock key
+  await releaseScript.run(client, ['lock', 'lock:holder'], ['t', 'PUBLISH', 'channel']);
   // @ts-expect-error the fence retention comes first
   await renewManyScript.run(client, ['a', 'a:fence', 'a:holder'], ['t', 1_000]);
   // @ts-expect-error a fence is a number, not a string reply
