@@ -64,6 +64,53 @@ async function queueVanishedWaiter(key: string, token: string, lifetime: number)
   );
 }
 
+/** INFO commandstats of the private server: calls by command, scripts' own commands included. */
+async function callsByCommand(): Promise<Record<string, number>> {
+  const calls: Record<string, number> = {};
+  for (const [, name, n] of (await redis.info('commandstats')).matchAll(
+    /cmdstat_(\S+?):calls=(\d+)/g,
+  )) {
+    calls[name!] = Number(n);
+  }
+  return calls;
+}
+
+/** The commands Redis ran inside the scripts `run` sent, by command (the scripts themselves not). */
+async function commandsRunBy(run: () => Promise<void>): Promise<Record<string, number>> {
+  const before = await callsByCommand();
+  await run();
+  const ran: Record<string, number> = {};
+  for (const [name, calls] of Object.entries(await callsByCommand())) {
+    const added = calls - (before[name] ?? 0);
+    if (added > 0 && !['info', 'evalsha', 'eval'].includes(name)) ran[name] = added;
+  }
+  return ran;
+}
+
+const total = (ran: Record<string, number>): number =>
+  Object.values(ran).reduce((sum, n) => sum + n, 0);
+
+// First in the file: the server has no queue yet and nothing else runs commands on it.
+describe('fair mode without contention', () => {
+  it('costs Redis what default mode does: no queue command, at most one existence check more', async () => {
+    const ops = 10;
+    const cost = async (service: LockService, tag: string) => {
+      await (await service.acquire(`${tag}:warm-up`)).release(); // connection, script cache
+      return commandsRunBy(async () => {
+        for (let i = 0; i < ops; i++) {
+          await (await service.acquire(`${tag}:${i}`, { wait: 1_000 })).release();
+        }
+      });
+    };
+    const fair = await cost(services.create(), 'cost-fair');
+    const plain = await cost(services.create({ fair: false }), 'cost-plain');
+    const queueCommands = ['zrange', 'zrem', 'zadd', 'zscore', 'hget', 'hset', 'hdel'];
+    expect(Object.keys(fair).filter((name) => queueCommands.includes(name))).toEqual([]);
+    expect(fair.time ?? 0).toBeLessThanOrEqual(plain.time ?? 0);
+    expect(total(fair)).toBeLessThanOrEqual(total(plain) + ops);
+  });
+});
+
 describe('fair mode', () => {
   it('hands the lock to waiters in arrival order, never leaving it free in between', async () => {
     const holder = await services.create().acquire('order');

@@ -1,15 +1,16 @@
 // A/B check of two builds of the library (e.g. before and after a refactor), in one interleaved run:
 //   NODE_PATH=node_modules node tools/compare-builds.js <dist A> <dist B> [reps]
 // Per build: S1 (sequential acquire + release of fresh keys) and S2 (64 concurrent loops), on the
-// Redis at REDIS_URL under a unique prefix. Prints medians per build and the B/A ratio, with the
-// spread. Build each with `npx tsc -p tsconfig.build.json --outDir <dir>`. AB_KEYS=2 locks two
-// keys per call (`acquire([a, b])`) instead of one. Redis' CPU per S1 op
-// (INFO cpu, user + system) is the server's work: meaningful only on a private Redis that nothing
-// else uses meanwhile.
+// Redis at REDIS_URL under a unique prefix, and Redis' own time per op (the usec INFO commandstats
+// counts for the scripts the client sent: meaningful on a private server only). Prints medians per
+// build and the B/A ratios per repetition, with the spread. Build each with
+// `npx tsc -p tsconfig.build.json --outDir <dir>`.
+// AB_KEYS=2 locks two keys per call (`acquire([a, b])`) instead of one.
+// AB_OPTIONS_A / AB_OPTIONS_B: JSON of LockService options for one side, e.g. '{"fair":true}' — to
+// compare two modes of one build (give the same dir twice).
 'use strict';
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
-const Redis = require('ioredis');
 
 const [dirA, dirB, repsArg] = process.argv.slice(2);
 if (!dirA || !dirB) {
@@ -25,16 +26,39 @@ const KEYS = Number(process.env.AB_KEYS ?? 1);
 /** What one call locks: `name`, or KEYS keys named after it. */
 const target = (name) =>
   KEYS === 1 ? name : Array.from({ length: KEYS }, (_, i) => `${name}:${i}`);
+const sideOptions = (name) => JSON.parse(process.env[name] || '{}');
+const OPTIONS = [sideOptions('AB_OPTIONS_A'), sideOptions('AB_OPTIONS_B')];
 
-/** Redis' own CPU time so far (µs, user + system, from INFO cpu). */
-async function redisCpuUs(admin) {
-  const info = await admin.info('cpu');
-  const read = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
-  return (read('used_cpu_user') + read('used_cpu_sys')) * 1e6;
+/** INFO commandstats as { command: { calls, usec } }. */
+async function commandStats(client) {
+  const stats = {};
+  for (const m of (await client.info('commandstats')).matchAll(
+    /cmdstat_(\S+?):calls=(\d+),usec=(\d+)/g,
+  )) {
+    stats[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  }
+  return stats;
 }
 
-async function s1(locks, tag, admin) {
-  const redisBefore = await redisCpuUs(admin);
+/**
+ * Redis' time (µs) per op between two snapshots: what the commands the client sent took (EVAL and
+ * EVALSHA include the commands their scripts ran), and how many commands scripts ran per op.
+ */
+function redisCost(before, after, ops) {
+  let usec = 0;
+  let inner = 0;
+  for (const [name, now] of Object.entries(after)) {
+    const d = {
+      calls: now.calls - (before[name]?.calls ?? 0),
+      usec: now.usec - (before[name]?.usec ?? 0),
+    };
+    if (name === 'evalsha' || name === 'eval') usec += d.usec;
+    else if (name !== 'info') inner += d.calls;
+  }
+  return { usPerOp: usec / ops, innerPerOp: inner / ops };
+}
+
+async function s1(locks, tag) {
   const cpu = process.cpuUsage();
   const start = performance.now();
   for (let i = 0; i < S1_OPS; i++) {
@@ -43,16 +67,10 @@ async function s1(locks, tag, admin) {
   }
   const ms = performance.now() - start;
   const used = process.cpuUsage(cpu);
-  const redisUs = (await redisCpuUs(admin)) - redisBefore;
-  return {
-    opsPerS: (S1_OPS / ms) * 1000,
-    cpuUsPerOp: (used.user + used.system) / S1_OPS,
-    redisUsPerOp: redisUs / S1_OPS,
-  };
+  return { opsPerS: (S1_OPS / ms) * 1000, cpuUsPerOp: (used.user + used.system) / S1_OPS };
 }
 
-async function s2(locks, tag, admin) {
-  const redisBefore = await redisCpuUs(admin);
+async function s2(locks, tag) {
   let ops = 0;
   const end = performance.now() + S2_MS;
   const loop = async (n) => {
@@ -64,59 +82,73 @@ async function s2(locks, tag, admin) {
   };
   const start = performance.now();
   await Promise.all(Array.from({ length: S2_LOOPS }, (_, n) => loop(n)));
-  const opsPerS = (ops / (performance.now() - start)) * 1000;
-  return { opsPerS, redisUsPerOp: ((await redisCpuUs(admin)) - redisBefore) / ops };
+  return { opsPerS: (ops / (performance.now() - start)) * 1000, ops };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const range = (xs, digits = 0) =>
   `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+const METRICS = [
+  ['s1', 'S1 ops/s', 0],
+  ['cpu', 'S1 client CPU µs/op', 1],
+  ['s2', 'S2 ops/s', 0],
+  ['redisUs', 'Redis µs/op (S1 and S2)', 2],
+  ['inner', 'commands run in scripts/op', 1],
+];
 
 async function main() {
-  const builds = [dirA, dirB].map((dir) => ({
-    dir,
+  const Redis = require('ioredis');
+  const probe = new Redis(redis);
+  const builds = [dirA, dirB].map((dir, i) => ({
+    dir: `${dir}${process.env[i ? 'AB_OPTIONS_B' : 'AB_OPTIONS_A'] ? ` ${JSON.stringify(OPTIONS[i])}` : ''}`,
+    options: OPTIONS[i],
     LockService: require(path.resolve(dir, 'index.js')).LockService,
-    s1: [],
-    cpu: [],
-    redis: [],
-    s2: [],
-    redis2: [],
+    ...Object.fromEntries(METRICS.map(([key]) => [key, []])),
   }));
   const prefix = `ab:${process.pid}:`;
-  const admin = new Redis(redis);
   for (let rep = 0; rep < REPS; rep++) {
     const order = rep % 2 === 0 ? builds : [...builds].reverse();
     for (const build of order) {
-      const locks = new build.LockService({ redis, prefix, startupCheck: 'off' });
-      await s1(locks, `warm:${rep}`, admin); // connections and JIT
-      const one = await s1(locks, `s1:${rep}`, admin);
-      const many = await s2(locks, `s2:${rep}`, admin);
+      // Keys of its own per side: a fence counter left by the other side would spare this one
+      // the work of starting a new counter.
+      const side = builds.indexOf(build);
+      const locks = new build.LockService({ redis, prefix, startupCheck: 'off', ...build.options });
+      await s1(locks, `warm:${rep}:${side}`); // connections and JIT
+      const before = await commandStats(probe);
+      const one = await s1(locks, `s1:${rep}:${side}`);
+      const many = await s2(locks, `s2:${rep}:${side}`);
+      const cost = redisCost(before, await commandStats(probe), S1_OPS + many.ops);
       build.s1.push(one.opsPerS);
       build.cpu.push(one.cpuUsPerOp);
-      build.redis.push(one.redisUsPerOp);
       build.s2.push(many.opsPerS);
-      build.redis2.push(many.redisUsPerOp);
+      build.redisUs.push(cost.usPerOp);
+      build.inner.push(cost.innerPerOp);
       await locks.close();
     }
   }
-  await admin.quit();
   for (const b of builds) {
     console.log(
-      `${b.dir}: S1 ${median(b.s1).toFixed(0)} ops/s (${range(b.s1)}), ` +
-        `${median(b.cpu).toFixed(1)} CPU µs/op (${range(b.cpu)}), ` +
-        `Redis ${median(b.redis).toFixed(1)} CPU µs/op (${range(b.redis, 1)}); ` +
-        `S2 ${median(b.s2).toFixed(0)} ops/s (${range(b.s2)}), ` +
-        `Redis ${median(b.redis2).toFixed(1)} CPU µs/op (${range(b.redis2, 1)})`,
+      `${b.dir}: ` +
+        METRICS.map(
+          ([key, name, digits]) =>
+            `${name} ${median(b[key]).toFixed(digits)} (${range(b[key], digits)})`,
+        ).join(', '),
     );
   }
+  // Ratios within each repetition (both sides ran back to back), so a load change between
+  // repetitions cancels out.
   const [a, b] = builds;
   console.log(
-    `B/A: S1 ${(median(b.s1) / median(a.s1)).toFixed(3)}×, CPU/op ${(median(b.cpu) / median(a.cpu)).toFixed(3)}×, ` +
-      `Redis CPU/op ${(median(b.redis) / median(a.redis)).toFixed(3)}×, ` +
-      `S2 ${(median(b.s2) / median(a.s2)).toFixed(3)}×, ` +
-      `S2 Redis CPU/op ${(median(b.redis2) / median(a.redis2)).toFixed(3)}× ` +
-      `(medians of ${REPS} interleaved repetitions)`,
+    `B/A per repetition, median (range): ` +
+      METRICS.slice(0, 4)
+        .map(([key, name]) => {
+          const ratios = a[key].map((x, i) => b[key][i] / x);
+          return `${name} ${median(ratios).toFixed(3)}× (${range(ratios, 3)})`;
+        })
+        .join(', ') +
+      ` — ${REPS} interleaved repetitions`,
   );
+  probe.disconnect();
 }
 
 main().then(

@@ -23,42 +23,51 @@ export class RedisFairQueue {
     private readonly publishing: () => { publish: PublishCommand; channel: (c: string) => string },
   ) {}
 
-  async acquire(
+  // Plain promise chains, not async functions, and key arrays built in one step: these run on
+  // every fair-mode acquire and release.
+  acquire(
     keys: LockRedisKeys,
     token: string,
     ttl: number,
     queue: boolean,
     waiterTtl: number,
   ): Promise<FairAcquireReply> {
-    const reply = await fairAcquireScript.run(
-      this.client,
-      [...this.fairKeys(keys), keys.readers],
-      [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention, this.instanceId],
-    );
-    if (!Array.isArray(reply)) return { granted: reply };
-    const [first, second] = reply;
-    return first > 0 ? { ours: first, pttl: second } : { retryAfterMs: -first, fence: second };
+    return fairAcquireScript
+      .run(
+        this.client,
+        [
+          keys.lock,
+          keys.fence,
+          keys.queue,
+          keys.waiters,
+          keys.holder,
+          keys.waiterIds,
+          keys.readers,
+        ],
+        [token, ttl, queue ? '1' : '0', waiterTtl, this.fenceRetention, this.instanceId],
+      )
+      .then((reply): FairAcquireReply => {
+        if (!Array.isArray(reply)) return { granted: reply };
+        const [first, second] = reply;
+        return first > 0 ? { ours: first, pttl: second } : { retryAfterMs: -first, fence: second };
+      });
   }
 
-  async release(keys: LockRedisKeys, token: string): Promise<boolean> {
+  release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets();
     const { publish, channel } = this.publishing();
-    const released =
-      (await fairReleaseScript.run(this.client, this.fairKeys(keys), [
-        token,
-        publish,
-        this.fenceRetention,
-        channel(keys.channel),
-      ])) === 1;
-    // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
-    if (!released && this.resets() !== resetsBefore) {
-      throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
-    }
-    return released;
-  }
-
-  /** Fair mode's keys of a lock, in the order its scripts read them. */
-  private fairKeys(keys: LockRedisKeys) {
-    return [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds] as const;
+    return fairReleaseScript
+      .run(
+        this.client,
+        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+        [token, publish, this.fenceRetention, channel(keys.channel)],
+      )
+      .then((reply) => {
+        // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
+        if (reply !== 1 && this.resets() !== resetsBefore) {
+          throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
+        }
+        return reply === 1;
+      });
   }
 }

@@ -15,6 +15,8 @@ import { LuaScript } from './lua-script';
  * Args: the token (one per acquire call: its place in the queue), the lease in ms, '1' to queue
  * (or stay queued) when busy, the waiter entry lifetime in ms, how long (ms) the fence counter
  * outlives a lease it grants, this process's instance id.
+ * A free lock with no queue and no readers costs what default mode's acquire does; the queue is
+ * read only when it exists.
  * Returns the fence (> 0) when granted now; {fence, pttl} when the lock is already ours (handed
  * to us by a release, or this is a re-send); {-(ms until worth retrying), fence counter} when
  * busy (the counter tells the caller which hand-offs to it are already history).
@@ -45,6 +47,14 @@ local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[
 local holderKey, waiterIdsKey, readersKey = KEYS[5], KEYS[6], KEYS[7]
 local token, leaseMs, queueIfBusy = ARGV[1], ARGV[2], ARGV[3]
 local entryLifetimeMs, fenceRetentionMs, instanceId = ARGV[4], ARGV[5], ARGV[6]
+-- Nobody queues and no reader holds a share: nothing to be fair to, so default mode's grant (one
+-- existence check, then set-if-absent). No queue: this token is in none. Held, ours included: the
+-- full path below.
+if redis.call('EXISTS', queueKey, readersKey) == 0
+  and redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
+${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+  return fence
+end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- Drop waiters that stopped refreshing their entry (crashed, or left without saying so).

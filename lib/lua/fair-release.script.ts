@@ -14,6 +14,7 @@ import type { PublishCommand } from './release.script';
  * that waiter queued under an older version, which wrote no id).
  * Args: the token, the publish command, how long (ms) the fence counter outlives the lease a
  * hand-off gives, the release channel (no KEY: see release.script).
+ * A holder's release with nobody queued costs what default mode's does, plus one existence check.
  * Publishes "grant:<token>:<fence>" for a hand-off, else the releasing token; a waiter leaving
  * the queue last while nobody holds the lock publishes "wake-all:<token>": a read-write lock's
  * readers, refused while the queue exists, may go in now (not only once the queue lapses).
@@ -36,10 +37,17 @@ export const fairReleaseScript = new LuaScript<
 local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
 local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local holder = redis.call('GET', lockKey)
+if holder == token and redis.call('EXISTS', queueKey) == 0 then
+  -- Nobody queues: default mode's compare-and-delete. (The holder is in no queue: a grant takes
+  -- its token out.)
+  redis.call('DEL', lockKey, holderKey)
+  redis.call(publish, channel, token)
+  return 1
+end
 local queued = redis.call('ZREM', queueKey, token)
 redis.call('HDEL', waitersKey, token)
 redis.call('HDEL', waiterIdsKey, token)
-local holder = redis.call('GET', lockKey)
 if holder ~= token then
   if queued == 1 and not holder and redis.call('EXISTS', queueKey) == 0 then
     redis.call(publish, channel, 'wake-all:' .. token)
