@@ -30,6 +30,8 @@ export default tseslint.config(
             'test/support/*.js',
             'tools/*.js',
           ],
+          // One default project per plain JS file; there are more than the default cap of 8.
+          maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 32,
         },
         tsconfigRootDir: import.meta.dirname,
       },
