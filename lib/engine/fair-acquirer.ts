@@ -142,11 +142,14 @@ export class FairAcquirer implements Acquirer {
    * Takes on a lock handed over with what is left of a short lease, and brings it to the full ttl
    * at once — by the watchdog's next tick, or (`renew: false`) one extension. That extension runs
    * before the lock is tracked: if it fails, no handle is left behind to report a loss of a lock
-   * nobody was given (the call retries, or leaves the queue and frees it). Lost meanwhile: 0, the
-   * call tries again at once.
+   * nobody was given (the call retries, or leaves the queue and frees it). Lost meanwhile, or its
+   * deadline already behind us: 0, the call tries again at once.
    */
   private async adopt(lock: HeldLock, request: AcquireRequest): Promise<HeldLock | number> {
     const { context } = this;
+    // Its deadline passed before we took it on (a stalled process): another may hold it by now.
+    // Never handed out: the next try finds it still ours (granted anew) or queues again.
+    if (lock.validUntil <= monotonicNow()) return 0;
     if (!request.renew) {
       if (!(await extendUnseen(lock, request.ttl))) return 0;
       // Shutdown began meanwhile and no longer waits for it: the call leaves, which frees it.

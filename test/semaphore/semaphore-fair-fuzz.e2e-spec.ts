@@ -136,4 +136,36 @@ describe(`a fair semaphore of ${PERMITS} permits across ${PROCESSES} processes`,
     await releaseIn(alive, 'crash');
     await held[1]!.release();
   });
+
+  it('does not hand a stopped waiter a permit whose hand-off lapsed meanwhile: never N + 1', async () => {
+    const stopped = workers[2]!;
+    const held = await holdAll('stopped');
+    await queueIn(stopped, 'stopped', 1);
+    stopped.kill('SIGSTOP');
+    try {
+      await held[0]!.release(); // handed to the stopped waiter, its grant message unread
+      // That hand-off lends at most its 1 s entry lifetime: wait until the place is free again.
+      const newcomer = services.create();
+      let taken: LockHandle | null = null;
+      await waitFor(async () => {
+        taken = await newcomer.tryAcquire('stopped', { permits: PERMITS });
+        return taken !== null;
+      }, 10_000);
+      stopped.kill('SIGCONT'); // it reads the grant now, long after that lease ended
+      // It must queue again (N held: held[1] and the newcomer), never report a permit.
+      const outcome = await Promise.race([
+        stopped.waitForOutput(holding('stopped'), 10_000).then(() => 'holding'),
+        waitFor(async () => (await redis.zcard(queueKey('stopped'))) === 1, 10_000, 5).then(
+          () => 'queued again',
+        ),
+      ]);
+      expect(outcome).toBe('queued again');
+      await taken!.release(); // handed to it now
+      await stopped.waitForOutput(holding('stopped'), 10_000);
+      await releaseIn(stopped, 'stopped');
+    } finally {
+      stopped.kill('SIGCONT');
+      await held[1]!.release();
+    }
+  });
 });
