@@ -1,11 +1,19 @@
 import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Controller, Get, Module, Param, type INestApplication } from '@nestjs/common';
+import {
+  ConflictException,
+  Controller,
+  Get,
+  Module,
+  Param,
+  type INestApplication,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Locked, LockService, RedisLockModule } from 'nestjs-redis-lock';
-import { mean, percentile, nowUs } from './stats';
+import { mean, median, percentile, nowUs } from './stats';
 
 /**
  * A client handed to the library must come from the ioredis copy the library itself resolves
@@ -16,8 +24,16 @@ const RootRedis = require(
   require.resolve('ioredis', { paths: [join(__dirname, '../../lib')] }),
 ) as typeof import('ioredis').default;
 
-type Route = 'plain' | 'pings' | 'manual' | 'locked';
-const ROUTES: Route[] = ['plain', 'pings', 'manual', 'locked'];
+type Route = 'plain' | 'pings' | 'floor' | 'manual' | 'locked';
+const ROUTES: Route[] = ['plain', 'pings', 'floor', 'manual', 'locked'];
+/** The routes of the concurrent part. */
+const CONCURRENT = ['plain', 'floor', 'locked'] as const;
+type ConcurrentRoute = (typeof CONCURRENT)[number];
+
+/** The floor route's release: compare-and-delete, as the raw reference of S1/S2 sends it. */
+const DEL_IF_EQUAL = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+/** The library's default lease, which the floor route's SET asks for too. */
+const FLOOR_TTL_MS = 30_000;
 
 export interface S5Metrics extends Record<string, number> {
   /** PING round trip on the lock's own connection in a tight loop, µs (median). */
@@ -27,6 +43,8 @@ export interface S5Metrics extends Record<string, number> {
   /** Sequential request latency p50 per route, µs. */
   seqPlainP50Us: number;
   seqPingsP50Us: number;
+  /** The floor route: `SET key token NX PX ttl`, then EVALSHA compare-and-delete, by hand. */
+  seqFloorP50Us: number;
   seqManualP50Us: number;
   seqLockedP50Us: number;
   seqAddedP50Us: number;
@@ -35,17 +53,28 @@ export interface S5Metrics extends Record<string, number> {
   seqAddedRtt: number;
   /** Added latency of @Locked in round trips made inside a handler (half of the `pings` route's). */
   seqAddedHandlerRtt: number;
+  /** Half the latency two PINGs add to a request (`pings` − `plain`, p50s), µs: a handler RTT. */
+  handlerRttUs: number;
+  /** What @Locked adds over the floor route (same two commands by hand), p50, µs. */
+  seqOverFloorP50Us: number;
+  /** The same in handler RTTs: the bar's measure. */
+  seqOverFloorHandlerRtt: number;
   /** CPU time of this process (HTTP client + Nest + lock) per sequential request, µs. */
   seqPlainCpuUs: number;
   seqPingsCpuUs: number;
+  seqFloorCpuUs: number;
   seqManualCpuUs: number;
   seqLockedCpuUs: number;
   concPlainMeanUs: number;
+  concFloorMeanUs: number;
   concLockedMeanUs: number;
   concAddedMeanUs: number;
   concAddedRtt: number;
   concPlainRps: number;
+  concFloorRps: number;
   concLockedRps: number;
+  /** @Locked requests/s over the floor route's, at 16 concurrent (each phase's ratio, median). */
+  concLockedVsFloor: number;
   non200: number;
 }
 
@@ -61,11 +90,13 @@ function get(agent: Agent, port: number, path: string): Promise<number> {
 }
 
 /**
- * S5: one Nest app (express), four routes returning the same body: `plain` (undecorated),
+ * S5: one Nest app (express), five routes returning the same body: `plain` (undecorated),
  * `pings` (two PINGs on the lock's connection: what two round trips cost inside a handler),
- * `manual` (LockService acquire + release inside the handler) and `locked`
- * (`@Locked('bench:<id>')`). Every request uses a fresh id (uncontended). Sequential requests
- * in interleaved blocks, then 16 concurrent keep-alive loops on `plain` and `locked`.
+ * `floor` (undecorated, sends by hand on the lock's connection the two commands a lock needs at
+ * least: `SET key token NX PX ttl`, then the compare-and-delete script by EVALSHA), `manual`
+ * (LockService acquire + release inside the handler) and `locked` (`@Locked('bench:<id>')`).
+ * Every request uses a fresh id (uncontended). Sequential requests in interleaved blocks, then 16
+ * concurrent keep-alive loops on `plain`, `floor` and `locked`, in interleaved phases.
  */
 export async function s5Once(
   url: string,
@@ -74,6 +105,12 @@ export async function s5Once(
 ): Promise<S5Metrics> {
   const client = new RootRedis(url);
   client.on('error', () => undefined);
+  client.defineCommand('s5DelIfEqual', { numberOfKeys: 1, lua: DEL_IF_EQUAL });
+  const scripted = client as unknown as {
+    s5DelIfEqual(key: string, token: string): Promise<unknown>;
+  };
+  const delIfEqual = (key: string, token: string): Promise<unknown> =>
+    scripted.s5DelIfEqual(key, token);
 
   @Controller()
   class BenchController {
@@ -89,6 +126,20 @@ export async function s5Once(
       await client.ping();
       await client.ping();
       return { id };
+    }
+
+    @Get('floor/:id')
+    async floor(@Param('id') id: string) {
+      const key = `bench:s5:floor:${id}`;
+      const token = randomUUID();
+      if ((await client.set(key, token, 'PX', FLOOR_TTL_MS, 'NX')) !== 'OK') {
+        throw new ConflictException();
+      }
+      try {
+        return { id };
+      } finally {
+        await delIfEqual(key, token);
+      }
     }
 
     @Get('manual/:id')
@@ -144,8 +195,14 @@ export async function s5Once(
       lockOps.push(nowUs() - t0);
     }
 
-    const seq: Record<Route, number[]> = { plain: [], pings: [], manual: [], locked: [] };
-    const cpu: Record<Route, number> = { plain: 0, pings: 0, manual: 0, locked: 0 };
+    const seq: Record<Route, number[]> = {
+      plain: [],
+      pings: [],
+      floor: [],
+      manual: [],
+      locked: [],
+    };
+    const cpu: Record<Route, number> = { plain: 0, pings: 0, floor: 0, manual: 0, locked: 0 };
     const block = 100;
     for (let done = 0; done < sequential; done += block) {
       for (const route of ROUTES) {
@@ -156,12 +213,17 @@ export async function s5Once(
       }
     }
 
-    const conc = { plain: [] as number[], locked: [] as number[] };
-    const elapsed = { plain: 0, locked: 0 };
+    const conc = { plain: [] as number[], floor: [] as number[], locked: [] as number[] };
+    const elapsed = { plain: 0, floor: 0, locked: 0 };
+    const lockedVsFloor: number[] = [];
     const loops = 16;
     const phases = 4;
     for (let phase = 0; phase < phases; phase++) {
-      for (const route of ['plain', 'locked'] as const) {
+      const rps = { plain: 0, floor: 0, locked: 0 };
+      // Each phase starts with another route, so none always follows the same one.
+      const shift = phase % CONCURRENT.length;
+      const order: ConcurrentRoute[] = [...CONCURRENT.slice(shift), ...CONCURRENT.slice(0, shift)];
+      for (const route of order) {
         const perLoop = Math.ceil(concurrentTotal / phases / loops);
         const t0 = nowUs();
         await Promise.all(
@@ -169,36 +231,49 @@ export async function s5Once(
             for (let i = 0; i < perLoop; i++) conc[route].push(await hit(route));
           }),
         );
-        elapsed[route] += nowUs() - t0;
+        const took = nowUs() - t0;
+        elapsed[route] += took;
+        rps[route] = (perLoop * loops) / (took / 1e6);
       }
+      // Neighbouring phases see the same machine: their ratio is what load does not skew.
+      lockedVsFloor.push(rps.locked / rps.floor);
     }
 
     const rttUs = percentile(pings, 50);
     const p50 = (route: Route): number => percentile(seq[route], 50);
     const seqAddedP50Us = p50('locked') - p50('plain');
     const handlerRtt = (p50('pings') - p50('plain')) / 2;
+    const seqOverFloorP50Us = p50('locked') - p50('floor');
     const concAddedMeanUs = mean(conc.locked) - mean(conc.plain);
     return {
       rttUs,
       lockOpUs: percentile(lockOps, 50),
       seqPlainP50Us: p50('plain'),
       seqPingsP50Us: p50('pings'),
+      seqFloorP50Us: p50('floor'),
       seqManualP50Us: p50('manual'),
       seqLockedP50Us: p50('locked'),
       seqAddedP50Us,
       seqAddedMeanUs: mean(seq.locked) - mean(seq.plain),
       seqAddedRtt: seqAddedP50Us / rttUs,
       seqAddedHandlerRtt: seqAddedP50Us / handlerRtt,
+      handlerRttUs: handlerRtt,
+      seqOverFloorP50Us,
+      seqOverFloorHandlerRtt: seqOverFloorP50Us / handlerRtt,
       seqPlainCpuUs: cpu.plain / seq.plain.length,
       seqPingsCpuUs: cpu.pings / seq.pings.length,
+      seqFloorCpuUs: cpu.floor / seq.floor.length,
       seqManualCpuUs: cpu.manual / seq.manual.length,
       seqLockedCpuUs: cpu.locked / seq.locked.length,
       concPlainMeanUs: mean(conc.plain),
+      concFloorMeanUs: mean(conc.floor),
       concLockedMeanUs: mean(conc.locked),
       concAddedMeanUs,
       concAddedRtt: concAddedMeanUs / rttUs,
       concPlainRps: conc.plain.length / (elapsed.plain / 1e6),
+      concFloorRps: conc.floor.length / (elapsed.floor / 1e6),
       concLockedRps: conc.locked.length / (elapsed.locked / 1e6),
+      concLockedVsFloor: median(lockedVsFloor),
       non200,
     };
   } finally {
