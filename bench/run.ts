@@ -295,7 +295,8 @@ async function runS5(url: string): Promise<Results['s5']> {
       `S5 rep ${rep + 1}: @Locked +${m.seqOverFloorP50Us.toFixed(0)} µs over the floor route ` +
         `(${m.seqOverFloorHandlerRtt.toFixed(2)} handler RTT of ${m.handlerRttUs.toFixed(0)} µs), ` +
         `+${(m.seqLockedCpuUs - m.seqFloorCpuUs).toFixed(0)} CPU µs/request; 16 concurrent ` +
-        `${m.concLockedRps.toFixed(0)} vs ${m.concFloorRps.toFixed(0)} req/s (${m.concLockedVsFloor.toFixed(2)}×); ` +
+        `${m.concLockedRps.toFixed(0)} vs ${m.concFloorRps.toFixed(0)} req/s (${m.concLockedVsFloor.toFixed(2)}×, ` +
+        `CPU ${m.concLockedVsFloorCpu.toFixed(2)}×); ` +
         `PING ${m.rttUs.toFixed(0)} µs, lock op ${m.lockOpUs.toFixed(0)} µs`,
     );
   }

@@ -29,6 +29,11 @@ const ROUTES: Route[] = ['plain', 'pings', 'floor', 'manual', 'locked'];
 /** The routes of the concurrent part. */
 const CONCURRENT = ['plain', 'floor', 'locked'] as const;
 type ConcurrentRoute = (typeof CONCURRENT)[number];
+/**
+ * Interleaved phases of the concurrent part: many short ones, so that the median of the
+ * neighbouring routes' ratios holds on a machine other work loads in bursts.
+ */
+const CONCURRENT_PHASES = 10;
 
 /** The floor route's release: compare-and-delete, as the raw reference of S1/S2 sends it. */
 const DEL_IF_EQUAL = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
@@ -75,6 +80,12 @@ export interface S5Metrics extends Record<string, number> {
   concLockedRps: number;
   /** @Locked requests/s over the floor route's, at 16 concurrent (each phase's ratio, median). */
   concLockedVsFloor: number;
+  /** CPU time of this process per request at 16 concurrent, µs (what bounds requests/s there). */
+  concPlainCpuUs: number;
+  concFloorCpuUs: number;
+  concLockedCpuUs: number;
+  /** @Locked CPU per request over the floor route's, at 16 concurrent (each phase's ratio, median). */
+  concLockedVsFloorCpu: number;
   non200: number;
 }
 
@@ -96,7 +107,7 @@ function get(agent: Agent, port: number, path: string): Promise<number> {
  * least: `SET key token NX PX ttl`, then the compare-and-delete script by EVALSHA), `manual`
  * (LockService acquire + release inside the handler) and `locked` (`@Locked('bench:<id>')`).
  * Every request uses a fresh id (uncontended). Sequential requests in interleaved blocks, then 16
- * concurrent keep-alive loops on `plain`, `floor` and `locked`, in interleaved phases.
+ * concurrent keep-alive loops on `plain`, `floor` and `locked`, in 10 interleaved phases.
  */
 export async function s5Once(
   url: string,
@@ -215,16 +226,19 @@ export async function s5Once(
 
     const conc = { plain: [] as number[], floor: [] as number[], locked: [] as number[] };
     const elapsed = { plain: 0, floor: 0, locked: 0 };
+    const concCpu = { plain: 0, floor: 0, locked: 0 };
     const lockedVsFloor: number[] = [];
+    const lockedVsFloorCpu: number[] = [];
     const loops = 16;
-    const phases = 4;
-    for (let phase = 0; phase < phases; phase++) {
+    for (let phase = 0; phase < CONCURRENT_PHASES; phase++) {
       const rps = { plain: 0, floor: 0, locked: 0 };
+      const perRequestCpu = { plain: 0, floor: 0, locked: 0 };
       // Each phase starts with another route, so none always follows the same one.
       const shift = phase % CONCURRENT.length;
       const order: ConcurrentRoute[] = [...CONCURRENT.slice(shift), ...CONCURRENT.slice(0, shift)];
       for (const route of order) {
-        const perLoop = Math.ceil(concurrentTotal / phases / loops);
+        const perLoop = Math.ceil(concurrentTotal / CONCURRENT_PHASES / loops);
+        const cpu0 = process.cpuUsage();
         const t0 = nowUs();
         await Promise.all(
           Array.from({ length: loops }, async () => {
@@ -232,11 +246,15 @@ export async function s5Once(
           }),
         );
         const took = nowUs() - t0;
+        const used = process.cpuUsage(cpu0);
         elapsed[route] += took;
+        concCpu[route] += used.user + used.system;
         rps[route] = (perLoop * loops) / (took / 1e6);
+        perRequestCpu[route] = (used.user + used.system) / (perLoop * loops);
       }
       // Neighbouring phases see the same machine: their ratio is what load does not skew.
       lockedVsFloor.push(rps.locked / rps.floor);
+      lockedVsFloorCpu.push(perRequestCpu.locked / perRequestCpu.floor);
     }
 
     const rttUs = percentile(pings, 50);
@@ -274,6 +292,10 @@ export async function s5Once(
       concFloorRps: conc.floor.length / (elapsed.floor / 1e6),
       concLockedRps: conc.locked.length / (elapsed.locked / 1e6),
       concLockedVsFloor: median(lockedVsFloor),
+      concPlainCpuUs: concCpu.plain / conc.plain.length,
+      concFloorCpuUs: concCpu.floor / conc.floor.length,
+      concLockedCpuUs: concCpu.locked / conc.locked.length,
+      concLockedVsFloorCpu: median(lockedVsFloorCpu),
       non200,
     };
   } finally {

@@ -285,7 +285,8 @@ export function evaluateBar(r: Results): BarRow[] {
       bar: '≥ 0.9× the floor route',
       measured:
         `${n0(m.concLockedRps)} vs ${n0(m.concFloorRps)} req/s: ${f(m.concLockedVsFloor)}×` +
-        spread('concLockedVsFloor'),
+        spread('concLockedVsFloor') +
+        `; CPU per request ${f(m.concLockedVsFloorCpu)}× the floor route's`,
       pass: m.concLockedVsFloor >= 0.9,
     });
   }
@@ -606,7 +607,7 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
     out.push(
       `## S5 — @Locked overhead on an HTTP route (Nest ${r.meta.versions['@nestjs/core']}, express, same process)`,
       '',
-      `Five routes in one app return the same body: undecorated; two PINGs on the lock's connection inside the handler (what two round trips cost in a request); the **floor route**, undecorated, which sends by hand on the lock's connection the two commands a lock needs at least (\`SET key token NX PX 30000\`, then a compare-and-delete script by EVALSHA); \`LockService\` acquire + release inside the handler; \`@Locked('bench:<id>')\`. A fresh id per request (uncontended); ${n0(c.s5Sequential)} sequential requests per route in interleaved blocks of 100 over keep-alive, then ${n0(c.s5Concurrent)} per route from 16 concurrent loops (undecorated, floor, @Locked) in 4 interleaved phases. The unit is the *handler RTT*: half the latency the two PINGs add to a request, p50 (${n0(handlerRtt)} µs; a PING in a tight loop on the same connection takes ${n0(m.rttUs)} µs).`,
+      `Five routes in one app return the same body: undecorated; two PINGs on the lock's connection inside the handler (what two round trips cost in a request); the **floor route**, undecorated, which sends by hand on the lock's connection the two commands a lock needs at least (\`SET key token NX PX 30000\`, then a compare-and-delete script by EVALSHA); \`LockService\` acquire + release inside the handler; \`@Locked('bench:<id>')\`. A fresh id per request (uncontended); ${n0(c.s5Sequential)} sequential requests per route in interleaved blocks of 100 over keep-alive, then ${n0(c.s5Concurrent)} per route from 16 concurrent loops (undecorated, floor, @Locked) in 10 interleaved phases. The unit is the *handler RTT*: half the latency the two PINGs add to a request, p50 (${n0(handlerRtt)} µs; a PING in a tight loop on the same connection takes ${n0(m.rttUs)} µs).`,
       '',
       table(
         [
@@ -645,10 +646,17 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
             n0(m.concLockedRps),
             f(m.concLockedVsFloor),
           ],
+          [
+            'CPU µs/request',
+            n0(m.concPlainCpuUs),
+            n0(m.concFloorCpuUs),
+            n0(m.concLockedCpuUs),
+            f(m.concLockedVsFloorCpu),
+          ],
         ],
       ),
       '',
-      `\`LockService\` acquire + release in a tight loop on the same connection: ${n0(m.lockOpUs)} µs (${f(m.lockOpUs / m.rttUs)} PING RTT). CPU is this process's (HTTP client, Nest and lock together). The requests/s ratio is the median of the 4 phases' ratios (each next to the other). Non-200 responses: ${m.non200}.`,
+      `\`LockService\` acquire + release in a tight loop on the same connection: ${n0(m.lockOpUs)} µs (${f(m.lockOpUs / m.rttUs)} PING RTT). CPU is this process's (HTTP client, Nest and lock together). The @Locked / floor ratios are medians of the 10 phases' ratios (each phase runs the routes next to each other). Non-200 responses: ${m.non200}.`,
       '',
     );
   }
