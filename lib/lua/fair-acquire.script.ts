@@ -52,7 +52,9 @@ local entryLifetimeMs, fenceRetentionMs, instanceId = ARGV[4], ARGV[5], ARGV[6]
 -- full path below.
 if redis.call('EXISTS', queueKey, readersKey) == 0
   and redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
-${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+  -- One clock reading for the holder record and (a new counter) the first fence.
+  local clock = redis.call('TIME')
+${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs', 'clock')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', 'clock')}
   return fence
 end
 local t = redis.call('TIME')
@@ -85,7 +87,7 @@ if not holder and readersLeft <= 0 and (not head or head == token) then
   redis.call('ZREM', queueKey, token)
   redis.call('HDEL', waitersKey, token)
   redis.call('HDEL', waiterIdsKey, token)
-${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs', 't')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', 't')}
   return fence
 end
 local retry
