@@ -1,4 +1,7 @@
+import { MemoryLockBackend } from '../backends/memory.backend';
+import { LockKeyError } from '../errors/lock-key.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { lockServiceOn } from '../testing/lock-service-on';
 import { LockService } from './lock.service';
 
 describe('new LockService()', () => {
@@ -8,5 +11,34 @@ describe('new LockService()', () => {
     const redis = 'redis://127.0.0.1:6379';
     expect(() => (created = new LockService({ redis, ttl: 0 }))).toThrow(RedisLockConfigError);
     void created?.close();
+  });
+});
+
+describe('LockService.acquire', () => {
+  // The acquire path is written as plain promise chains for speed: a call it refuses before
+  // anything is sent must still reject, as an async function would, and never throw.
+  const locks = lockServiceOn({ backend: new MemoryLockBackend() });
+  afterAll(() => locks.close());
+
+  it('rejects a bad key rather than throwing it', async () => {
+    let call: Promise<unknown> | undefined;
+    expect(() => (call = locks.acquire(''))).not.toThrow();
+    await expect(call).rejects.toBeInstanceOf(LockKeyError);
+  });
+
+  it('rejects for a signal aborted before the call rather than throwing', async () => {
+    const signal = AbortSignal.abort(new Error('cancelled'));
+    let call: Promise<unknown> | undefined;
+    expect(() => (call = locks.acquire('free', { signal }))).not.toThrow();
+    await expect(call).rejects.toThrow('cancelled');
+    expect(await locks.isLocked('free')).toBe(false);
+  });
+
+  it('releases through the same chain, once', async () => {
+    const lock = await locks.acquire('once');
+    const first = lock.release();
+    expect(lock.release()).toBe(first);
+    await expect(first).resolves.toBe(true);
+    expect(await locks.isLocked('once')).toBe(false);
   });
 });
