@@ -1,7 +1,7 @@
 import { MemoryLockBackend } from '../backends/memory.backend';
 import { LockKeyError } from '../errors/lock-key.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { lockServiceOn } from '../testing/lock-service-on';
+import { withGivenBackend } from './given-backend';
 import { LockService } from './lock.service';
 
 describe('new LockService()', () => {
@@ -17,7 +17,8 @@ describe('new LockService()', () => {
 describe('LockService.acquire', () => {
   // The acquire path is written as plain promise chains for speed: a call it refuses before
   // anything is sent must still reject, as an async function would, and never throw.
-  const locks = lockServiceOn({ backend: new MemoryLockBackend() });
+  const backend = new MemoryLockBackend();
+  const locks = withGivenBackend({ backend }, () => new LockService());
   afterAll(() => locks.close());
 
   it('rejects a bad key rather than throwing it', async () => {
