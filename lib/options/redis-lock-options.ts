@@ -81,11 +81,14 @@ export interface RedisLockModuleOptions {
   /**
    * First come, first served: waiters queue in Redis, and a release hands the lock straight to
    * the longest-waiting live one (no race between woken waiters, no barging by newcomers). The
-   * same for a semaphore (`permits`): each freed permit goes to the first in line. Costs
-   * two more keys per contended lock and a queue refresh by each waiter every
+   * same for a semaphore (`permits`): each freed permit goes to the first in line. With nobody
+   * waiting it runs default mode's commands (a release adds one check for a queue). Contended, it
+   * costs two more keys per lock and a queue refresh by each waiter every
    * `min(ttl, waiterTtl) / 3`; a waiter that dies while queued can hold up the queue for at most
    * `waiterTtl` (`max(1000, 2 × commandTimeout)` ms). One Redis or a Cluster; not with `redlock`
-   * or `replicaAck`. Use it for every service that locks the same keys.
+   * or `replicaAck`. Use it for every service that locks the same keys. Off by default: in fair
+   * mode multi-key locks take their keys one by one, and `writerPriority: false` is refused
+   * (docs/guarantees.md#fair-mode has the measurements).
    * @default false
    */
   fair?: boolean;
