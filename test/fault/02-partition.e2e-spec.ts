@@ -56,7 +56,8 @@ async function isolatedClient(): Promise<{ proxy: TcpProxy; locks: LockService }
   const proxy = await startTcpProxy(server.port);
   proxies.push(proxy);
   const locks = serviceThrough(proxy);
-  const warmUp = await locks.acquire(`warm-up:${proxy.port}`);
+  // A budget to connect in: on a loaded machine the first command can outlast commandTimeout.
+  const warmUp = await locks.acquire(`warm-up:${proxy.port}`, { wait: 10_000 });
   await warmUp.extend();
   await warmUp.release();
   return { proxy, locks };
