@@ -79,9 +79,11 @@ class OrderResolver {
   @Mutation(() => Order)
   @Locked('order:<uid>')
   async placeOrder(@Args('uid') userId: string): Promise<Order> {
+    // Taken before the first await: the test releases (and re-arms) the gate once it sees the run.
+    const opened = gate.opened;
     ran('placeOrder');
     const lease = await heldLease(`order:${userId}`);
-    await gate.opened;
+    await opened;
     return { userId, lockedAs: lease === null ? 'not locked' : `order:${userId}` };
   }
 
@@ -148,9 +150,10 @@ class AccountResolver {
   @ResolveField(() => Int, { nullable: true })
   @Locked('balance:<account.id>')
   async balance(@Parent() account: Account): Promise<number> {
+    const opened = fieldGate.opened; // before the first await, as in placeOrder
     ran('balance');
     const lease = await heldLease(`balance:${account.id}`);
-    await fieldGate.opened;
+    await opened;
     return lease === null ? -1 : 100;
   }
 }
