@@ -435,10 +435,13 @@ async function main(): Promise<void> {
         parallelMs: env('BENCH_MK_MS', 2_000),
         loops: 64,
       };
-      Object.assign(results, { multiKey: await runMultiKey(url, mk, log) });
+      results.multiKey = await runMultiKey(url, mk, log);
     }
     if (wants('sem')) results.sem = await runSemaphoreBench(url, config.reps, log);
-    if (wants('rw')) log(describeReadLock(await readLockScenario(url, config.s2Ms, config.reps)));
+    if (wants('rw')) {
+      results.rw = await readLockScenario(url, config.s2Ms, config.reps);
+      log(describeReadLock(results.rw));
+    }
 
     const deleted = await deleteKeys(url, ['bench:*', 'mutex:bench:*']);
     log(`cleaned ${deleted} bench keys`);

@@ -17,6 +17,9 @@ import { percentile, nowUs } from './stats';
 
 export interface MultiKeyRow {
   case: string;
+  keys: 1 | 2;
+  /** The raw floor (bare Redis commands), the row ours stand next to. */
+  raw: boolean;
   sequentialOpsPerSec: number;
   p50Us: number;
   p99Us: number;
@@ -33,6 +36,8 @@ export interface MultiKeyConfig {
 
 interface Case {
   name: string;
+  keys: 1 | 2;
+  raw: boolean;
   /** Acquires the fresh key(s) named from `id` and releases them. */
   cycle(id: string): Promise<unknown>;
   close(): Promise<unknown>;
@@ -52,6 +57,8 @@ async function rawCase(url: string, keys: 1 | 2): Promise<Case> {
   );
   return {
     name: `raw ioredis (floor), ${keys} key${keys > 1 ? 's' : ''}`,
+    keys,
+    raw: true,
     async cycle(id) {
       const token = randomUUID();
       if (keys === 1) {
@@ -76,6 +83,8 @@ async function oursCase(url: string, keys: 1 | 2, fair: boolean): Promise<Case> 
   await (await locks.acquire(`warmup:${randomUUID()}`)).release();
   return {
     name: `nestjs-redis-lock${fair ? ' (fair: keys one by one)' : ''}, ${keys} key${keys > 1 ? 's' : ''}`,
+    keys,
+    raw: false,
     async cycle(id) {
       const held =
         keys === 1 ? await locks.acquire(id) : await locks.acquire([`${id}:a`, `${id}:b`]);
@@ -85,12 +94,16 @@ async function oursCase(url: string, keys: 1 | 2, fair: boolean): Promise<Case> 
   };
 }
 
-/** Runs every case; resolves one row per case, and logs a markdown table. */
+export interface MultiKeyResult extends MultiKeyConfig {
+  rows: MultiKeyRow[];
+}
+
+/** Runs every case; resolves one row per case, and logs the report's table. */
 export async function runMultiKey(
   url: string,
   config: MultiKeyConfig,
   log: (line: string) => void,
-): Promise<MultiKeyRow[]> {
+): Promise<MultiKeyResult> {
   const cases = [
     await rawCase(url, 1),
     await rawCase(url, 2),
@@ -131,22 +144,40 @@ export async function runMultiKey(
     }
     const rows = cases.map((one, c) => ({
       case: one.name,
+      keys: one.keys,
+      raw: one.raw,
       sequentialOpsPerSec: latencies[c].length / (elapsed[c] / 1e6),
       p50Us: percentile(latencies[c], 50),
       p99Us: percentile(latencies[c], 99),
       parallelOpsPerSec: parallel[c],
     }));
-    log(
-      `multi-key (${config.ops} sequential ops, ${config.loops} loops × ${config.parallelMs} ms):`,
-    );
-    log('| case | sequential ops/s | p50 µs | p99 µs | 64-parallel ops/s |');
-    log('|---|---:|---:|---:|---:|');
-    for (const row of rows) {
-      const cells = [row.sequentialOpsPerSec, row.p50Us, row.p99Us, row.parallelOpsPerSec];
-      log(`| ${row.case} | ${cells.map((v) => Math.round(v)).join(' | ')} |`);
-    }
-    return rows;
+    const result = { ...config, rows };
+    for (const line of renderMultiKey(result)) if (line.startsWith('|')) log(line);
+    return result;
   } finally {
     await Promise.allSettled(cases.map((one) => one.close()));
   }
+}
+
+/** The report's section on multi-key locks: each case next to the floor with as many keys. */
+export function renderMultiKey(r: MultiKeyResult): string[] {
+  const n0 = (v: number): string => Math.round(v).toLocaleString('en-US');
+  const floor = (keys: number): MultiKeyRow | undefined =>
+    r.rows.find((row) => row.raw && row.keys === keys);
+  const rows = r.rows.map((row) => {
+    const raw = floor(row.keys);
+    const vs = (mine: number, theirs: number | undefined): string =>
+      theirs ? `${(mine / theirs).toFixed(2)}×` : '—';
+    return `| ${row.case} | ${n0(row.sequentialOpsPerSec)} | ${vs(row.sequentialOpsPerSec, raw?.sequentialOpsPerSec)} | ${n0(row.p50Us)} | ${n0(row.p99Us)} | ${n0(row.parallelOpsPerSec)} | ${vs(row.parallelOpsPerSec, raw?.parallelOpsPerSec)} |`;
+  });
+  return [
+    `## MK — multi-key locks (${n0(r.ops)} sequential acquire + release per case, then ${r.loops} loops × ${r.parallelMs / 1_000} s; one run; the sequential cases take turns in blocks of 100)`,
+    '',
+    'No other Node library locks several keys at once: each case stands next to the raw floor with as many keys (bare `SET NX PX` / one script setting both keys, and a compare-and-delete script).',
+    '',
+    `| Case | sequential ops/s | vs raw, same keys | p50 µs | p99 µs | ${r.loops}-parallel ops/s | vs raw, same keys |`,
+    '| :-- | --: | --: | --: | --: | --: | --: |',
+    ...rows,
+    '',
+  ];
 }

@@ -5,6 +5,8 @@ import type { FootprintResult } from './footprint';
 import { footprintBarRow, renderFootprint } from './footprint-report';
 import type { S6CyclesResult, S6HeldResult } from './memory';
 import type { S1Metrics, S2Metrics } from './uncontended';
+import { renderMultiKey, type MultiKeyResult } from './multi-key';
+import { renderReadLock, type ReadLockResult } from './read-lock';
 import { renderSemaphore, type SemaphoreResults } from './semaphore';
 
 export interface S3Cell {
@@ -51,6 +53,8 @@ export interface Results {
   /** S6: bytes per held lock and per waiting caller, in this process and in Redis. */
   footprint?: FootprintResult;
   sem?: SemaphoreResults;
+  multiKey?: MultiKeyResult;
+  rw?: ReadLockResult;
 }
 
 export interface BarRow {
@@ -681,6 +685,8 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
   }
   if (r.footprint) out.push(...renderFootprint(r.footprint));
   if (r.sem) out.push(...renderSemaphore(r.sem));
+  if (r.multiKey) out.push(...renderMultiKey(r.multiKey));
+  if (r.rw) out.push(...renderReadLock(r.rw));
   out.push('## Settings used', '');
   for (const x of r.contenders) out.push(`- **${x.label}** — ${x.settings}`);
   out.push('');
