@@ -22,37 +22,31 @@ import {
 } from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
-import { handlerName, httpAnswer, logLockFailure } from '../transports/shared/lock-failure-answer';
-import {
-  headersSent,
-  isLockFailure,
-  toLockHttpException,
-} from '../transports/http/lock-http-exception';
+import { handlerName, logLockFailure } from '../transports/shared/lock-failure-answer';
+import { answerHttpLockFailure } from '../transports/http/http-lock-failure';
+import { isLockFailure, toLockHttpException } from '../transports/http/lock-http-exception';
 import { LockService } from '../service/lock.service';
 import type { LockFailure } from '../options/redis-lock-options';
 import { lockContext, type LockedRoute } from '../locking/lock-context';
 import type { LockedCall } from '../locking/locked-call';
-import type { LockSource } from '../locking/lock-source';
 import { lockSourceFor, type ServiceLockSource } from '../locking/public-lock-source';
+import type { CallerPresence } from '../locking/call-locked';
 import { observeLocked } from '../locking/run-locked';
 import { isEventHandler, logEventFailure } from '../transports/messages/event-handlers';
 import { toTransportException } from '../transports/messages/lock-transport-error';
 import { toLockGraphQLError } from '../transports/graphql/lock-graphql-error';
 import {
   getResponseBinding,
-  rawResponse,
   responseOver,
   runHeldCall,
-  skippedAck,
   streamOver,
   type ResponseBinding,
 } from './locked-response';
 import { getLockedSpec, keyFromRoute, type LockedSpec } from './locked-spec';
-import { isKeyList, type LockTarget } from '../locking/lock-source';
+import { isKeyList, type LockSource, type LockTarget } from '../locking/lock-source';
 import { LOCK_SOURCE } from './locked-binding';
-
-/** What `@Sse()` stores on a handler (the key `@nestjs/common` uses; no deep import, for ESM builds). */
-const SSE_METADATA = '__sse__';
+import { lockRouteCall, locksAsPromise } from './route-promise';
+import { answerSkipped } from './skipped-answer';
 
 /**
  * Locks `@Locked` routes, microservice and gateway handlers. Interceptors run before pipes, so it
@@ -60,9 +54,10 @@ const SSE_METADATA = '__sse__';
  * pipes produced, keyed from them (a request its pipes reject takes no lock). It is then held until
  * the work for the call is done: the handler's promise settled (even if the subscriber left, e.g. a
  * timeout interceptor), a `@Res()` response sent or its connection closed, a `StreamableFile` read
- * to its end, an `@Ack()` sent. `@Locked` attaches it by itself; it is exported for
- * `APP_INTERCEPTOR`-style setups and for subclassing its seams (`resolveKey`, `toHttpException`),
- * as `ThrottlerGuard` allows.
+ * to its end, an `@Ack()` sent. A route that answers with what it returns is locked as a plain
+ * promise, without a stream of its own (`locksAsPromise`). `@Locked` attaches it by itself; it is
+ * exported for `APP_INTERCEPTOR`-style setups (each call is still locked once) and for subclassing
+ * its seams (`resolveKey`, `toHttpException`), as `ThrottlerGuard` allows.
  */
 @Injectable()
 export class LockedInterceptor implements NestInterceptor {
@@ -86,24 +81,71 @@ export class LockedInterceptor implements NestInterceptor {
     if (!this.locks) return throwError(() => new RedisLockError(messages.notBound(spec.where)));
     const locks = this.locks;
     const binding = getResponseBinding(handler);
+    const asPromise = locksAsPromise(context.getType(), handler, binding, spec.returnsObservable);
     return new Observable<unknown>((subscriber) => {
-      let left = false;
+      const caller: { left: boolean; signal?: AbortSignal } = { left: false };
+      let leave: AbortController | undefined;
       const route: LockedRoute = {
         spec,
         run: (args, invoke) => {
           // The caller left (a timeout) while pipes ran: it hears nothing, so nothing runs.
-          if (left) throw new RedisLockError(messages.callerLeft(spec.where));
-          return this.lock(context, spec, binding, locks, args, invoke);
+          if (caller.left) throw new RedisLockError(messages.callerLeft(spec.where));
+          if (!asPromise) return this.lock(context, spec, binding, locks, args, invoke);
+          // Only a waiting acquire needs a signal to cancel (an abort costs a DOMException).
+          if ((spec.options.wait ?? locks.options.wait) > 0) {
+            leave = new AbortController();
+            caller.signal = leave.signal;
+          }
+          const done = this.lockRoute(context, spec, locks, args, invoke, caller);
+          if (leave)
+            done.then(
+              () => (leave = undefined),
+              () => (leave = undefined),
+            );
+          return done;
         },
       };
       const parent = lockContext.getStore();
       const frame = { held: parent?.held ?? new Map(), hold: parent?.hold, lockedRoute: route };
       const inner = lockContext.run(frame, () => next.handle().subscribe(subscriber));
       return () => {
-        left = true;
+        caller.left = true;
+        leave?.abort();
         inner.unsubscribe();
       };
     });
+  }
+
+  /**
+   * A route that answers with what it returns, locked in Promise form (`locksAsPromise`): keyed
+   * like any call, held until the handler's promise settled — and a `StreamableFile` read — even
+   * if the caller left first; a waiting acquire is cancelled when it leaves.
+   */
+  private lockRoute(
+    context: ExecutionContext,
+    spec: LockedSpec,
+    locks: LockSource,
+    args: unknown[],
+    invoke: (args: unknown[]) => unknown,
+    caller: CallerPresence,
+  ): Promise<unknown> {
+    let key: LockTarget;
+    try {
+      key = this.resolveKey(spec, context, args);
+    } catch (error) {
+      throw this.mapError(error, context);
+    }
+    const response = context.switchToHttp().getResponse<unknown>();
+    const shown = isKeyList(key) ? key.join(', ') : key;
+    return lockRouteCall(
+      locks,
+      key,
+      spec.options,
+      () => invoke(args),
+      response,
+      (error) => this.mapError(error, context, shown),
+      caller,
+    );
   }
 
   /** Keys the call from the handler's arguments, takes the lock and runs the handler under it. */
@@ -135,7 +177,9 @@ export class LockedInterceptor implements NestInterceptor {
     // A call skipped as busy (`onBusy: 'skip'`) never ran: it still answers.
     return concat(
       locked,
-      defer(() => (ran ? EMPTY : this.answerSkipped(context, spec, binding))),
+      defer(() =>
+        ran ? EMPTY : answerSkipped(context, spec, binding, this.adapterHost?.httpAdapter),
+      ),
     );
   }
 
@@ -157,45 +201,6 @@ export class LockedInterceptor implements NestInterceptor {
         if (value instanceof StreamableFile) call.hold(streamOver(value, response));
       }),
     );
-  }
-
-  /**
-   * The answer of a call skipped as busy: `undefined` (an empty 200/201), a 204 sent for a route
-   * that answers by itself (`@Res()`), `{ status: 'skipped' }` as a gateway's acknowledgement, or
-   * an empty stream for `@Sse()` routes (told by their metadata, not by a return type the
-   * compiler may not have recorded) and other Observable handlers.
-   */
-  private answerSkipped(
-    context: ExecutionContext,
-    spec: LockedSpec,
-    binding: ResponseBinding,
-  ): Observable<unknown> {
-    const type = context.getType();
-    if (type === 'ws') {
-      if (binding.ackIndex === undefined) return of(skippedAck()); // Nest acks the value
-      // socket.io passes [client, data, ack]: the handler would have called `ack` itself.
-      const ack: unknown = context.getArgByIndex(2);
-      if (typeof ack === 'function') ack(skippedAck());
-      return of(undefined);
-    }
-    if (type === 'http' && binding.sendsResponse) {
-      this.replyNoContent(context.switchToHttp().getResponse<unknown>());
-      return of(undefined);
-    }
-    const streams = Reflect.getMetadata(SSE_METADATA, context.getHandler()) === true;
-    return streams || spec.returnsObservable ? EMPTY : of(undefined);
-  }
-
-  private replyNoContent(response: unknown): void {
-    const raw = rawResponse(response);
-    if (!raw || raw.headersSent) return;
-    const adapter = this.adapterHost?.httpAdapter;
-    if (adapter) {
-      adapter.reply(response, undefined, 204);
-    } else {
-      raw.statusCode = 204;
-      raw.end();
-    }
   }
 
   /**
@@ -222,10 +227,10 @@ export class LockedInterceptor implements NestInterceptor {
     const handler = context.getHandler();
     const where = getLockedSpec(handler)?.where ?? handlerName(context);
     if (type === 'http') {
-      const exception = this.toHttpException(error, context);
-      const started = headersSent(context.switchToHttp().getResponse());
-      logLockFailure(error, where, httpAnswer(exception, started));
-      return exception;
+      const response = context.switchToHttp().getResponse<unknown>();
+      return answerHttpLockFailure(error, where, response, (failure) =>
+        this.toHttpException(failure, context),
+      );
     }
     if (context.getType<string>() === 'graphql') {
       logLockFailure(error, where, 'with a GraphQL error');

@@ -1,24 +1,15 @@
 import { Observable, type Subscription } from 'rxjs';
 import type { LockHandle } from '../engine/lock-handle';
-import type { LockLostError } from '../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import type { WithLockOptions } from '../options/lock-call-options';
-import type { OnBusyPolicy } from '../options/redis-lock-options';
-import type { HeldLease } from './held-lease';
+import { acquireOrSkip, endHold, type HeldCall } from './held-call';
 import { Hold, releaseQuietly } from './holds';
-import { isKeyList, type LockSource, type LockTarget } from './lock-source';
+import type { LockSource, LockTarget } from './lock-source';
 import { joinHeld } from './join-held';
 import { frameWith, lockContext } from './lock-context';
 import { LockedCall } from './locked-call';
 import { lockSourceFor } from './public-lock-source';
-import { HandleLease } from './handle-lease';
-import { frameKeyOf } from './lease-frames';
-import { leaseKindOf } from '../options/permits-option';
+import type { RunLockedOptions } from './run-locked-options';
 
-/** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
-export interface RunLockedOptions extends WithLockOptions {
-  onBusy?: OnBusyPolicy;
-}
+export type { RunLockedOptions };
 
 /**
  * Holds `key` while `fn` runs: joins a lock this call chain already holds (re-entrancy),
@@ -92,7 +83,7 @@ export function observeLocked<T>(
       return lockContext.run(frameWith(parent, joined), () => source(call).subscribe(subscriber));
     }
 
-    let held: Subscribed | undefined;
+    let held: HeldCall | undefined;
     let inner: Subscription | undefined;
     let closed = false;
     // Cancels a waiting acquire when the subscriber leaves; a fail-fast one (wait 0) needs none,
@@ -137,7 +128,7 @@ export function observeLocked<T>(
       (acquired) => {
         if (!acquired) return subscriber.complete();
         if (closed) return void releaseQuietly(acquired);
-        const started: Subscribed = { hold: Hold.of(acquired), call: new LockedCall() };
+        const started: HeldCall = { hold: Hold.of(acquired), call: new LockedCall() };
         held = started;
         lockContext.run(frameWith(parent, started.hold), () => {
           try {
@@ -170,60 +161,4 @@ export function observeLocked<T>(
       if (ending) void endHold(ending);
     };
   });
-}
-
-/** One subscription's hold: its counted hold (and the handle its work sees), and the work it holds. */
-interface Subscribed {
-  readonly hold: Hold;
-  readonly call: LockedCall;
-}
-
-/**
- * Ends a subscription's hold: waits for the work the call still holds (the lock keeps being
- * renewed meanwhile), then ends the hold: its handle's signal aborts, and the last hold releases.
- * Never rejects.
- */
-async function endHold({ hold, call }: Subscribed): Promise<LockLostError | undefined> {
-  // Nothing outlives the stream: abort at once, within teardown, so work that checks it stops.
-  if (!call.busy) hold.handle.end();
-  await call.drain();
-  return hold.end();
-}
-
-async function acquireOrSkip(
-  locks: LockSource,
-  key: LockTarget,
-  options: RunLockedOptions,
-): Promise<HeldLease | null> {
-  try {
-    // A source `lockSourceFor` returned: the engine's `HeldLock` or `MultiLock`, or a double's
-    // `HandleLease`.
-    const handle = await (isKeyList(key)
-      ? locks.acquire(key, options)
-      : locks.acquire(key, options));
-    const acquired = handle as Partial<HeldLease> & LockHandle;
-    // A real service whose `acquire` was replaced (a spy, a subclass) may hand back a plain handle.
-    if (acquired && acquired.owner === locks.engine) return acquired as HeldLease;
-    if (!isKeyList(key)) {
-      const frameKey = frameKeyOf(locks, key, options);
-      return new HandleLease(
-        acquired,
-        key,
-        locks.engine,
-        frameKey,
-        undefined,
-        leaseKindOf(options),
-      );
-    }
-    const names = key.map((one) => locks.engine.keysOf(one).lock);
-    return new HandleLease(acquired, key.join(', '), locks.engine, names[0] ?? '', names);
-  } catch (error) {
-    if (
-      error instanceof LockNotAcquiredError &&
-      (options.onBusy ?? locks.options.onBusy) === 'skip'
-    ) {
-      return null;
-    }
-    throw error;
-  }
 }
