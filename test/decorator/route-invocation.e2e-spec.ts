@@ -21,7 +21,7 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { map, race, timer, type Observable } from 'rxjs';
+import { from, map, race, timer, type Observable } from 'rxjs';
 import request from 'supertest';
 import { currentLock, Locked, LockedInterceptor, LockService } from 'nestjs-redis-lock';
 import { uniquePrefix } from '../support/unique-prefix';
@@ -132,6 +132,16 @@ class InvocationController {
   async waits(@Param('id') id: string): Promise<{ id: string }> {
     ran.push(`waits:${id}`);
     return { id };
+  }
+
+  /**
+   * Resolves to a stream its declared return type does not reveal: the lock is held until the
+   * stream ends (Nest answers with its last value), not only until the promise settled.
+   */
+  @Get('stream-late/:id')
+  @Locked('late:<id>')
+  async streamLate(@Param('id') id: string): Promise<unknown> {
+    return from(gate.opened.then(() => ({ id, key: currentLock()?.key ?? null })));
   }
 
   @Get('two/:a/:b')
@@ -262,6 +272,23 @@ describe.each([
     expect(ran).toEqual([]);
     expect(acquired.filter((key) => key === 'waits:w-1')).toEqual(['waits:w-1']); // `other` only
     expect(await locks.isLocked('waits:w-1')).toBe(false);
+  });
+
+  it('holds the lock of a route whose promise resolves to a stream until the stream ends', async () => {
+    const server = app.getHttpServer();
+    const first = request(server)
+      .get('/invocation/stream-late/s-1')
+      .then((r) => r);
+    await waitFor(() => acquired.length === 1);
+    // The handler's promise has settled; its stream has not ended: the key is still held.
+    await sleep(100);
+    expect(await locks.isLocked('late:s-1')).toBe(true);
+    expect((await request(server).get('/invocation/stream-late/s-1')).status).toBe(409);
+    gate.release();
+    const answer = await first;
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ id: 's-1' });
+    await waitFor(async () => !(await locks.isLocked('late:s-1')));
   });
 
   it("adds no parameter to a route's metadata", () => {
