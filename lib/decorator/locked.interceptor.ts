@@ -129,12 +129,7 @@ export class LockedInterceptor implements NestInterceptor {
     invoke: (args: unknown[]) => unknown,
     caller: CallerPresence,
   ): Promise<unknown> {
-    let key: LockTarget;
-    try {
-      key = this.resolveKey(spec, context, args);
-    } catch (error) {
-      throw this.mapError(error, context);
-    }
+    const key = this.keyOf(spec, context, args);
     const response = context.switchToHttp().getResponse<unknown>();
     const shown = isKeyList(key) ? key.join(', ') : key;
     return lockRouteCall(
@@ -148,6 +143,15 @@ export class LockedInterceptor implements NestInterceptor {
     );
   }
 
+  /** `resolveKey`, its failure (a bad or missing key value) answered as the transport's error. */
+  private keyOf(spec: LockedSpec, context: ExecutionContext, args: unknown[]): LockTarget {
+    try {
+      return this.resolveKey(spec, context, args);
+    } catch (error) {
+      throw this.mapError(error, context);
+    }
+  }
+
   /** Keys the call from the handler's arguments, takes the lock and runs the handler under it. */
   private lock(
     context: ExecutionContext,
@@ -157,12 +161,7 @@ export class LockedInterceptor implements NestInterceptor {
     args: unknown[],
     invoke: (args: unknown[]) => unknown,
   ): Observable<unknown> {
-    let key: LockTarget;
-    try {
-      key = this.resolveKey(spec, context, args);
-    } catch (error) {
-      throw this.mapError(error, context);
-    }
+    const key = this.keyOf(spec, context, args);
     let ran = false;
     const locked = observeLocked(
       locks,
