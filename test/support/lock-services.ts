@@ -20,6 +20,14 @@ export function lockServices(defaults: RedisLockModuleOptions) {
   };
 }
 
+/**
+ * Options for a fresh service's first acquire of a free key: a budget to connect in. A
+ * `commandTimeout` bounds each command from when it is sent, connecting included, and on a loaded
+ * machine a fresh connection's first command can outlast a short one (CI did: fault 02's warm-up).
+ * The key is free, so the budget changes nothing but that: the call retries until it connected.
+ */
+export const CONNECT_BUDGET = { wait: 10_000 } as const;
+
 /** The Redis key holding a lock's owner token: `<prefix>{<key>}` (see the `prefix` option). */
 export function redisKeyOf(prefix: string, key: string): string {
   return `${prefix}{${key}}`;
