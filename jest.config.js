@@ -23,8 +23,4 @@ module.exports = {
     },
   ],
   testTimeout: 60_000,
-  // Stop-gap: after the whole in-band run completes, something still holds the event loop open
-  // (seen since the read-write merge; not reproduced by any directory run on its own), and Jest
-  // would wait on it forever. Every test has finished and reported by then.
-  forceExit: true,
 };

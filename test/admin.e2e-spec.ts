@@ -38,7 +38,10 @@ describe('forceRelease', () => {
   });
 
   it('frees a held lock, wakes a waiter at once, and the old holder loses at its next renewal', async () => {
-    const ttl = 900;
+    // Every bound scales with the ttl. With 900 ms, the woken waiter took 567 ms against the
+    // 450 ms of "at once" (ttl / 2) in a full run on a loaded machine; a waiter that missed the
+    // message would wait for the lease end it last saw (1 to 1.5 s after its previous try).
+    const ttl = 1_500;
     const holderService = services.create({ ttl });
     const waiterService = services.create();
     const operator = services.create();

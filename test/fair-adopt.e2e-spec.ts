@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { LockService, RedisUnavailableError, type LockLostError } from 'nestjs-redis-lock';
 import { useClockSource } from '../lib/util/clock';
 import { lockCommand } from './fault/fault-support';
-import { redisKeyOf } from './support/lock-services';
+import { CONNECT_BUDGET, redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { closeAllProxies, startTcpProxy } from './support/tcp-proxy';
 import { sleep, waitFor } from './support/time';
@@ -53,7 +53,7 @@ describe("fair mode, renew: false, Redis silent on the hand-off's extension", ()
   for (const how of ['grant message', 'refresh try'] as const) {
     it(`reports no loss, surfaces the error, and frees the lock (handed over, found by its ${how})`, async () => {
       const key = `adopt-${how.replace(' ', '-')}`;
-      const holder = await service(server.url).acquire(key);
+      const holder = await service(server.url).acquire(key, CONNECT_BUDGET);
       const proxy = await startTcpProxy(server.port);
       const waiters = service(proxy.url);
       const lost: LockLostError[] = [];
@@ -87,7 +87,7 @@ describe('fair mode, renew: false, the hand-off lost while its extension is in f
     useClockSource({ monotonic: () => performance.now(), wall: () => Date.now() + skew });
     try {
       const key = 'adopt-lost';
-      const holder = await service(server.url).acquire(key);
+      const holder = await service(server.url).acquire(key, CONNECT_BUDGET);
       const proxy = await startTcpProxy(server.port);
       const waiters = service(proxy.url);
       const lost: LockLostError[] = [];

@@ -12,7 +12,7 @@ import {
 } from 'nestjs-redis-lock';
 import { lockRedisKeys } from '../lib/keys/lock-keys';
 import { fairAcquireScript } from '../lib/lua/fair-acquire.script';
-import { lockServices, redisKeyOf } from './support/lock-services';
+import { CONNECT_BUDGET, lockServices, redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { now, sleep, waitFor } from './support/time';
 
@@ -207,7 +207,7 @@ describe('fair mode', () => {
   it('a waiter that died in the queue holds it up for at most its entry lifetime, not the ttl', async () => {
     // commandTimeout 300 → a queue entry lives 1 s unless refreshed (max(1000, 2 × 300)).
     const options = { commandTimeout: 300, ttl: 30_000 };
-    const holder = await services.create(options).acquire('dead');
+    const holder = await services.create(options).acquire('dead', CONNECT_BUDGET);
     // A waiter that queued and then vanished (its process killed): an entry nobody refreshes.
     // Its entry lapses 1 s after it was queued, and so does the lease a release hands it.
     const queuedAt = now();
@@ -238,7 +238,7 @@ describe('fair mode', () => {
 
   it('finds a hand-off whose message was lost at its next queue refresh', async () => {
     const options = { commandTimeout: 300 }; // entry lifetime 1 s, refreshed every ~333 ms
-    const holder = await services.create(options).acquire('lost-message');
+    const holder = await services.create(options).acquire('lost-message', CONNECT_BUDGET);
     const { acquired: queued } = await queuedAcquire(services.create(options), 'lost-message', 0);
     // Kill the waiters' subscriber connections: the grant message goes nowhere.
     await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');

@@ -10,6 +10,7 @@ import { Test } from '@nestjs/testing';
 import { LockService, RedisLockModule, type LockHandle } from 'nestjs-redis-lock';
 import request from 'supertest';
 import { LockHealthIndicator, type LockHealthDetails } from '../lib/health';
+import { CONNECT_BUDGET } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { uniquePrefix } from './support/unique-prefix';
 import { sleep, waitFor } from './support/time';
@@ -81,7 +82,7 @@ afterAll(async () => {
 });
 
 it('is up while a lock is held and renewed, with latency, held count and lag', async () => {
-  lock = await app.get(LockService).acquire('order:1');
+  lock = await app.get(LockService).acquire('order:1', CONNECT_BUDGET); // startupCheck is off
   // Wait for a renewal, so the loop has ticked and a batch has succeeded.
   await waitFor(async () => (await check()).locks.renewals.lastRenewalAgoMs !== undefined, 3_000);
   const { http, locks } = await check();

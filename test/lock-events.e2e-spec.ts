@@ -13,7 +13,7 @@ import {
   type LockReleasedEvent,
   type LockRenewalFailedEvent,
 } from 'nestjs-redis-lock';
-import { lockServices, onSharedRedis } from './support/lock-services';
+import { CONNECT_BUDGET, lockServices, onSharedRedis } from './support/lock-services';
 import { killAllWorkers, spawnWorker } from './support/processes';
 import { startRedis, stopAllRedis } from './support/redis-server';
 import { SHARED_REDIS_URL } from './support/shared-redis';
@@ -129,7 +129,7 @@ describe('lifecycle events', () => {
           resolve(error.reason);
         }),
       );
-      await locks.acquire('renew:1');
+      await locks.acquire('renew:1', CONNECT_BUDGET); // commandTimeout is 150 ms
       server.pause();
       try {
         expect(await lost).toBe('deadline');

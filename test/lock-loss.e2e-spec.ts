@@ -6,7 +6,7 @@
  */
 import { LockLostError, type LockHandle } from 'nestjs-redis-lock';
 import Redis from 'ioredis';
-import { lockServices, redisKeyOf } from './support/lock-services';
+import { CONNECT_BUDGET, lockServices, redisKeyOf } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { now, sleep } from './support/time';
 
@@ -44,7 +44,7 @@ describe('lock loss when Redis stops answering', () => {
     const locks = services.create();
     const lost = jest.fn();
     locks.on('lost', lost);
-    const lock = await locks.acquire('paused');
+    const lock = await locks.acquire('paused', CONNECT_BUDGET); // commandTimeout is 200 ms
     const aborted = abortTime(lock);
 
     server.pause();
@@ -78,14 +78,18 @@ describe('lock loss when Redis stops answering', () => {
   it('makes withLock() reject with LockLostError once the work settles', async () => {
     const locks = services.create({ onLost: 'throw' });
     let sawAbort = false;
-    const run = locks.withLock('paused-work', async (lock) => {
-      server.pause();
-      await new Promise((resolve) =>
-        lock.signal.addEventListener('abort', resolve, { once: true }),
-      );
-      sawAbort = true;
-      return 'finished anyway';
-    });
+    const run = locks.withLock(
+      'paused-work',
+      async (lock) => {
+        server.pause();
+        await new Promise((resolve) =>
+          lock.signal.addEventListener('abort', resolve, { once: true }),
+        );
+        sawAbort = true;
+        return 'finished anyway';
+      },
+      CONNECT_BUDGET,
+    );
     try {
       await expect(run).rejects.toBeInstanceOf(LockLostError);
     } finally {

@@ -32,7 +32,8 @@ async function clientThroughProxy(): Promise<{ proxy: TcpProxy; locks: LockServi
     commandTimeout: COMMAND_TIMEOUT,
   });
   services.push(locks);
-  await (await locks.acquire(`warm-up:${proxy.port}`)).release();
+  // A budget to connect in: on a loaded machine the first command can outlast commandTimeout.
+  await (await locks.acquire(`warm-up:${proxy.port}`, { wait: 10_000 })).release();
   return { proxy, locks };
 }
 

@@ -5,6 +5,7 @@
  */
 import Redis from 'ioredis';
 import { LockLostError, LockService, type LockHandle } from 'nestjs-redis-lock';
+import { CONNECT_BUDGET } from '../support/lock-services';
 import { killAllWorkers, spawnWorker, type Worker } from '../support/processes';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis-server';
 import { now } from '../support/time';
@@ -70,7 +71,7 @@ describe('scenario 4: Redis restarts while locks are held', () => {
     worker.send('go');
 
     const held = await Promise.all(
-      Array.from({ length: HOLDERS }, (_, i) => holders.acquire(`held:${i}`)),
+      Array.from({ length: HOLDERS }, (_, i) => holders.acquire(`held:${i}`, CONNECT_BUDGET)),
     );
     const losses = held.map(abortedAt);
     const waiting = held.map((_, i) =>
@@ -127,7 +128,7 @@ describe('scenario 4: Redis restarts while locks are held', () => {
     const locks = service();
     let before = 0;
     for (let i = 0; i < 3; i++) {
-      const lock = await locks.acquire('fenced');
+      const lock = await locks.acquire('fenced', CONNECT_BUDGET);
       before = lock.fence;
       await lock.release();
     }
@@ -143,7 +144,7 @@ describe('scenario 4: Redis restarts while locks are held', () => {
   it('a waiter that finds Redis down for longer than commandTimeout fails with a clear error', async () => {
     const holders = service();
     const waiters = service();
-    await holders.acquire('down');
+    await holders.acquire('down', CONNECT_BUDGET);
     const waiting = outcome(waiters.acquire('down', { wait: 1_500 }));
     await server.kill();
     const started = now();

@@ -5,7 +5,7 @@
  */
 import { Logger } from '@nestjs/common';
 import { LockNotAcquiredError, type LockService } from 'nestjs-redis-lock';
-import { lockServices } from '../support/lock-services';
+import { lockServices, warmedUp } from '../support/lock-services';
 import {
   expectNoDeadlockBetweenOrders,
   expectOneKeyLostLosesTheSet,
@@ -25,8 +25,9 @@ beforeAll(async () => {
   jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
   nodes = await startIndependentPrimaries(3);
   const redlock = { nodes: nodes.map((node) => node.url), restartGrace: 0 };
-  first = services.create({ redlock, ttl: 3_000 });
-  second = services.create({ redlock, ttl: 3_000 });
+  // Connected before the first test, whose first calls have nodeTimeout (200 ms) on every node.
+  first = await warmedUp(services.create({ redlock, ttl: 3_000 }));
+  second = await warmedUp(services.create({ redlock, ttl: 3_000 }));
 }, 30_000);
 
 afterAll(async () => {

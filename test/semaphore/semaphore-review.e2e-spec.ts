@@ -46,8 +46,9 @@ describe('wake-ups when several places free at once', () => {
       if (this !== backendOf(waiting) || !keys.lock.includes('{two-free}')) return reply;
       calls++;
       if (calls < 2 || calls > 3) return reply;
+      const opened = gate.opened; // with the signal, before the reply (see Gate)
       executed.push(reply);
-      return reply.then(async (fence) => (await gate.opened, fence));
+      return reply.then(async (fence) => (await opened, fence));
     });
     const second = waiting.acquire('two-free', { permits: 2, wait: 4_000 });
     await waitFor(() => executed.length === 1, 3_000); // B's second try: busy, reply held

@@ -46,7 +46,10 @@ it('asks again until the nodes answer when none did at startup: a process that o
     (service.engine as unknown as { backend: { publish: string } }).backend.publish;
   const expected = topology.shardedPubSub ? 'SPUBLISH' : 'PUBLISH';
   await waitFor(() => publishOf(waiterSide) === expected, 10_000);
-  await waitFor(() => publishOf(releaser) === expected, 10_000);
+  // Its retries back off to one every 5 s, each with 300 ms (commandTimeout) to be answered: 10 s
+  // covered two at that pace, which a loaded machine's slow first answers used up (seen in a full
+  // run). 20 s covers four; a check that never retries still fails.
+  await waitFor(() => publishOf(releaser) === expected, 20_000);
 
   const ttl = 10_000;
   const held = await releaser.acquire('hand-off', { ttl });

@@ -12,7 +12,7 @@ import {
   RedisUnavailableError,
   type RedisLockModuleOptions,
 } from 'nestjs-redis-lock';
-import { lockServices, redisKeyOf } from '../support/lock-services';
+import { CONNECT_BUDGET, lockServices, redisKeyOf, warmedUp } from '../support/lock-services';
 import { killAllWorkers } from '../support/processes';
 import type { RedisServer } from '../support/redis-server';
 import { deleteKeys, redisClient } from '../support/shared-redis';
@@ -37,9 +37,14 @@ const redlockOptions = (count: number): RedisLockModuleOptions => ({
   },
 });
 
-/** A LockService over the first `count` nodes: what one app instance would own. */
-const redlockService = (count: number, options: RedisLockModuleOptions = {}): LockService =>
-  services.create({ ...redlockOptions(count), ...options });
+/**
+ * A LockService over the first `count` nodes: what one app instance would own. Connected first
+ * (warmedUp): a test's first call has only the 200 ms nodeTimeout on every node.
+ */
+const redlockService = (
+  count: number,
+  options: RedisLockModuleOptions = {},
+): Promise<LockService> => warmedUp(services.create({ ...redlockOptions(count), ...options }));
 
 const range = (count: number): number[] => Array.from({ length: count }, (_, i) => i);
 
@@ -77,7 +82,7 @@ describe('Redlock over independent primaries', () => {
     const minority = count - quorum;
 
     it('acquires iff the free nodes form a quorum, for every subset of pre-occupied nodes', async () => {
-      const locks = redlockService(count);
+      const locks = await redlockService(count);
       const expected: string[] = [];
       const actual: string[] = [];
       for (let mask = 0; mask < 2 ** count; mask++) {
@@ -110,8 +115,8 @@ describe('Redlock over independent primaries', () => {
     });
 
     it('wakes a waiter through the release message, long before the holder’s lease ends', async () => {
-      const holder = redlockService(count);
-      const waiter = redlockService(count);
+      const holder = await redlockService(count);
+      const waiter = await redlockService(count);
       const held = await holder.acquire(`hand-off:${count}`, { ttl: 20_000 });
       const waiting = waiter.acquire(`hand-off:${count}`, { wait: 15_000 });
       await sleep(100);
@@ -123,8 +128,8 @@ describe('Redlock over independent primaries', () => {
     });
 
     it(`keeps a held lock when a minority (${minority}) of nodes dies: renewal and extend() succeed`, async () => {
-      const locks = redlockService(count);
-      const other = redlockService(count);
+      const locks = await redlockService(count);
+      const other = await redlockService(count);
       const key = `minority:${count}`;
       const lock = await locks.acquire(key, { ttl: 1_200 });
       await withNodesDown(nodes.slice(quorum, count), async () => {
@@ -142,7 +147,7 @@ describe('Redlock over independent primaries', () => {
     });
 
     it(`reports the lock lost when a majority (${quorum}) of nodes dies`, async () => {
-      const locks = redlockService(count);
+      const locks = await redlockService(count);
       const lostEvents: string[] = [];
       locks.on('lost', (_error, lock) => lostEvents.push(lock.key));
       const key = `majority:${count}`;
@@ -156,7 +161,7 @@ describe('Redlock over independent primaries', () => {
     });
 
     it('treats a majority outage as unreachable (reason "deadline"), not as another owner', async () => {
-      const locks = redlockService(count);
+      const locks = await redlockService(count);
       const lock = await locks.acquire(`outage:${count}`, { ttl: 900 });
       await withNodesDown(nodes.slice(count - quorum, count), async () => {
         await waitFor(() => lock.signal.aborted, 3_000);
@@ -166,7 +171,7 @@ describe('Redlock over independent primaries', () => {
     });
 
     it('fails with RedisUnavailableError, not "busy", while a majority of nodes is unreachable', async () => {
-      const locks = redlockService(count);
+      const locks = await redlockService(count);
       await withNodesDown(nodes.slice(count - quorum, count), async () => {
         // Nobody holds the key: a refusal here means "could not reach a quorum", not "busy".
         await expect(locks.acquire(`unreachable:${count}`)).rejects.toBeInstanceOf(
@@ -182,7 +187,8 @@ describe('Redlock over independent primaries', () => {
       redlock: { nodes: nodes.slice(0, 3).map((node) => node.url), driftFactor, restartGrace: 0 },
     });
     const ttl = 1_000;
-    await (await locks.acquire('validity:warm-up')).release(); // connections open, scripts loaded
+    // Connections open, scripts loaded; a budget to connect in (nodeTimeout bounds each node).
+    await (await locks.acquire('validity:warm-up', CONNECT_BUDGET)).release();
     const lock = await locks.acquire('validity', { ttl, renew: false });
     const granted = now();
     // The grant was checked against ttl·driftFactor + 2 ms of drift; the handle must not
