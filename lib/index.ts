@@ -33,11 +33,15 @@ export type { LockMode } from './telemetry/lock-mode';
 export type { TelemetryKeys, TelemetryOptions } from './options/telemetry-options';
 export type {
   EvictedLock,
+  LeaseHolderInfo,
   ListedLock,
   LockHolderInfo,
   LockInfo,
+  LockKind,
   LockListPage,
   LockWaiterInfo,
+  ReadersInfo,
+  SemaphoreInfo,
 } from './backends/lock-info';
 export {
   Locked,

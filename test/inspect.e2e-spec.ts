@@ -46,6 +46,7 @@ describe('on one Redis', () => {
     const info = await locks.inspect('report');
     expect(info).toEqual({
       held: true,
+      kind: 'exclusive',
       ttlMs: expect.any(Number),
       fence: lock.fence,
       holder: { instanceId: 'worker-a', since: expect.any(Number) },
@@ -154,6 +155,7 @@ describe('on one Redis', () => {
     try {
       const evicted = await operator.evict('stuck');
       expect(evicted).toEqual({
+        kind: 'exclusive',
         fence: lock.fence,
         holder: { instanceId: 'victim', since: expect.any(Number) },
       });
@@ -176,11 +178,12 @@ describe('on one Redis', () => {
     await redis.set(`${keyOf('mixed')}:holder`, '1700000000000 evicted-token ghost', 'PX', 5_000);
     expect(await locks.inspect('mixed')).toEqual({
       held: true,
+      kind: 'exclusive',
       ttlMs: expect.any(Number),
       fence: 41,
     });
     expect(await locks.tryAcquire('mixed')).toBeNull();
-    expect(await locks.evict('mixed')).toEqual({ fence: 41 });
+    expect(await locks.evict('mixed')).toEqual({ kind: 'exclusive', fence: 41 });
     const lock = await locks.acquire('mixed');
     expect(lock.fence).toBe(42);
     expect((await locks.inspect('mixed')).holder?.instanceId).toBe('new');

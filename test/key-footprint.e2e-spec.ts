@@ -69,6 +69,53 @@ async function inParallel(
 describe('on one Redis', () => {
   const { prefix, redis, services } = onSharedRedis('footprint');
 
+  it('gives every key of readers and permits a TTL — their holder records too — held, renewed, handed over and after', async () => {
+    const kindsPrefix = `${prefix}kinds:`;
+    const ttl = 600;
+    const plain = services.create({ prefix: kindsPrefix, ttl, fenceRetention: 200 });
+    const fair = services.create({ prefix: kindsPrefix, ttl, fenceRetention: 200, fair: true });
+    const readers = await Promise.all([1, 2].map(() => plain.acquire('doc', { mode: 'read' })));
+    const permits = await Promise.all([1, 2].map(() => plain.acquire('pool', { permits: 2 })));
+    const fairHeld = await fair.acquire('fair-pool', { permits: 1 });
+    const queued = fair.acquire('fair-pool', { permits: 1, wait: 10_000 });
+    await waitFor(
+      async () => (await redis.exists(`${kindsPrefix}{fair-pool}:permits:queue`)) === 1,
+    );
+    const whileHeld = await keysWithoutTtl(redis, kindsPrefix);
+    // Renewed for more than two leases: the holder records follow their sets.
+    await sleep(ttl * 2);
+    const ttlsOf = (names: string[]) => Promise.all(names.map((name) => redis.pttl(name)));
+    const [readersTtl, readerHoldersTtl, permitsTtl, permitHoldersTtl] = await ttlsOf([
+      `${kindsPrefix}{doc}:readers`,
+      `${kindsPrefix}{doc}:readers:holders`,
+      `${kindsPrefix}{pool}:permits`,
+      `${kindsPrefix}{pool}:permits:holders`,
+    ]);
+    await fairHeld.release(); // handed to the queued call
+    const handedOver = await queued;
+    const afterHandOff = await keysWithoutTtl(redis, kindsPrefix);
+    await Promise.all([...readers, ...permits, handedOver].map((lock) => lock.release()));
+    const afterRelease = await keysWithoutTtl(redis, kindsPrefix);
+    // readers, their records, fence; permits, limit, records, fence (x2); fair queue, entries, ids
+    expect(whileHeld.seen).toBeGreaterThanOrEqual(13);
+    expect({ whileHeld, afterHandOff, afterRelease }).toEqual({
+      whileHeld: { seen: whileHeld.seen, withoutTtl: [] },
+      afterHandOff: { seen: afterHandOff.seen, withoutTtl: [] },
+      afterRelease: { seen: afterRelease.seen, withoutTtl: [] },
+    });
+    const pairs: [set: number, records: number][] = [
+      [readersTtl!, readerHoldersTtl!],
+      [permitsTtl!, permitHoldersTtl!],
+    ];
+    for (const [set, records] of pairs) {
+      expect(records).toBeGreaterThan(0);
+      expect(Math.abs(records - set)).toBeLessThanOrEqual(ttl / 3 + 50);
+    }
+    // Only the fence counters remain, expiring; no holder record outlives its last holder.
+    const left = await keysUnder(redis, kindsPrefix);
+    expect(left.filter((name) => !name.endsWith(':fence'))).toEqual([]);
+  });
+
   it('leaves nothing under the prefix once every lock is released, within ttl + fenceRetention', async () => {
     const ttl = 1_000;
     const fenceRetention = 500;

@@ -366,3 +366,97 @@ describe('fair semaphores', () => {
     );
   });
 });
+
+describe('inspection of every kind', () => {
+  /** An inspection of every kind on the key, normalized: holders by id, times as ranges. */
+  const inspectAll = async (
+    backend: FairLockBackend,
+    keys: LockRedisKeys,
+    t: Transcript,
+  ): Promise<unknown> => {
+    const raw = await backend.inspectRaw(keys);
+    const holders = (flat: (number | string | null)[] = []) => {
+      const found: unknown[] = [];
+      for (let i = 0; i < flat.length; i += 2) {
+        const id = /^\d+ (.*)$/.exec(String(flat[i + 1]))?.[1] ?? null;
+        found.push([t.pttl(Number(flat[i]), 1, 5_000), id]);
+      }
+      return found;
+    };
+    const ids = (flat: (string | null)[]) => flat.filter((_, i) => i % 2 === 1);
+    return {
+      exclusive: raw.token !== null,
+      readers: holders(raw.readers),
+      writersWaiting: raw.writersWaiting,
+      semaphore: raw.semaphore && {
+        limit: raw.semaphore.limit,
+        fence: raw.semaphore.fence === 0 ? 0 : t.fence(raw.semaphore.fence),
+        permits: holders(raw.semaphore.permits),
+        waiters: ids(raw.semaphore.waiters),
+      },
+      locked: await backend.isLocked(keys),
+    };
+  };
+  const listedKinds = async (backend: FairLockBackend, keys: LockRedisKeys) => {
+    const page = await backend.scan(shared.prefix, undefined, 1_000);
+    const base = keys.kind.type === 'permit' ? keys.lock.replace(/:permits$/, '') : keys.lock;
+    return page.names
+      .filter((name) => name.startsWith(base))
+      .map((name) => name.slice(base.length));
+  };
+  const evicted = async (backend: FairLockBackend, keys: LockRedisKeys, t: Transcript) => {
+    const removed = await backend.evict(keys);
+    return (
+      removed && {
+        kind: removed.kind,
+        fence: t.fence(removed.fence),
+        holders: removed.holders?.map((holder) => holder.instanceId),
+      }
+    );
+  };
+
+  it('reads and removes readers alike, their holder records and the writers waiting included', async () => {
+    await onBoth('inspect-readers', async (backend, keys, t) => {
+      const reader = new LockRedisKeys(keys.lock, { type: 'shared' });
+      t.log(await inspectAll(backend, keys, t));
+      t.log(t.fence(await backend.acquire(reader, 'r1', 2_000)));
+      t.log(t.fence(await backend.acquire(reader, 'r2', 3_000)));
+      const writer = { waitingWriter: { id: 'w1', entryMs: 3_000, entered: () => undefined } };
+      await backend.acquire(keys, 'w1', 2_000, writer);
+      t.log(await inspectAll(backend, keys, t));
+      t.log(await listedKinds(backend, keys));
+      t.log(await backend.release(reader, 'r1'));
+      t.log(await inspectAll(backend, keys, t));
+      t.log(await evicted(backend, keys, t));
+      t.log(await inspectAll(backend, keys, t));
+      t.log(await evicted(backend, keys, t));
+      t.log(await backend.extend(reader, 'r2', 2_000)); // its share is gone: lost
+      await waitFor(() => t.heard.length === 1);
+      t.log(t.heard);
+    });
+  });
+
+  it('reads and removes permits alike, a fair hand-off writing the waiter as the new holder', async () => {
+    await onBoth(
+      'inspect-permits',
+      async (backend, keys, t) => {
+        const fair = (token: string) => backend.fairAcquire(keys, token, 3_000, true, 2_000);
+        t.log(await inspectAll(backend, keys, t));
+        t.log('granted' in (await fair('a')));
+        t.log('granted' in (await fair('b')));
+        t.log('retryAfterMs' in (await fair('c')));
+        t.log(await inspectAll(backend, keys, t));
+        t.log(await listedKinds(backend, keys));
+        t.log(await backend.fairRelease(keys, 'a')); // handed to c
+        t.log(await inspectAll(backend, keys, t));
+        t.log(await evicted(backend, keys, t));
+        t.log(await inspectAll(backend, keys, t));
+        t.log(await backend.extend(keys, 'b', 2_000)); // gone: lost at the next renewal
+        t.log(await listedKinds(backend, keys));
+        await waitFor(() => t.heard.length === 3);
+        t.log(t.heard.slice(1));
+      },
+      { type: 'permit', permits: 2 },
+    );
+  });
+});

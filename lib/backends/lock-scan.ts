@@ -1,17 +1,20 @@
 import type { Redis } from 'ioredis';
-import { lockKeyPattern } from '../keys/lock-keys';
+import { lockKeyPattern, lockNameOf } from '../keys/lock-keys';
 import { isClusterClient, type RedisClient } from '../redis/redis-client';
 
 /** One page of lock key names found by SCAN. */
 export interface LockNamesPage {
-  /** Lock key names (the lock's own key, not its fence or holder), without ioredis' keyPrefix. */
+  /**
+   * Lock names of every kind (an exclusive lock's key, a read lock's readers, a semaphore's
+   * permits; never a fence, queue or holder record), without ioredis' keyPrefix.
+   */
   names: string[];
   /** Where the next page starts; absent when every node has been scanned to the end. */
   cursor?: string;
 }
 
 /**
- * SCANs for the lock keys under `prefix`, at least `count` of them unless the scan ends first
+ * SCANs for the locks under `prefix`, of every kind, at least `count` of them unless the scan ends first
  * (SCAN's COUNT is a hint, so a page may hold a few more). On a Cluster it scans every primary in
  * turn, in a fixed order; the cursor `"<node>:<scan cursor>"` says where it stopped. Like SCAN,
  * a lock held for the whole listing is listed (at least once); one taken or freed meanwhile may
@@ -33,7 +36,10 @@ export async function scanLockNames(
   const names: string[] = [];
   while (node < nodes.length && names.length < count) {
     const [next, found] = await nodes[node]!.scan(scan, 'MATCH', pattern, 'COUNT', count);
-    names.push(...found.map((name) => name.slice(keyPrefix.length)));
+    for (const name of found) {
+      const unprefixed = name.slice(keyPrefix.length);
+      if (lockNameOf(unprefixed)) names.push(unprefixed);
+    }
     if (next === '0') [node, scan] = [node + 1, '0'];
     else scan = next;
   }

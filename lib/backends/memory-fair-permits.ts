@@ -3,11 +3,17 @@ import type { FairAcquireReply } from './lock-backend';
 import type { MemoryKeyspace } from './memory-keyspace';
 import type { MemoryPermits } from './memory-permits';
 
-/** One queued waiter for a permit: when its entry lapses, its hand-off lease, its limit N. */
+/**
+ * One queued waiter for a permit: when its entry lapses, its hand-off lease, its limit N, and (as
+ * the script's `:waiter-ids` hash and queue scores keep them) its instance id and arrival.
+ */
 interface PermitWaiter {
   lapsesAt: number;
   lease: number;
   permits: number;
+  instanceId: string;
+  /** When it joined the queue, epoch ms. */
+  since: number;
 }
 
 /**
@@ -25,6 +31,8 @@ export class MemoryFairPermits {
     private readonly space: MemoryKeyspace,
     private readonly permits: MemoryPermits,
     private readonly publish: (channel: string, message: string) => void,
+    /** Kept with each entry this process queues, for the holder record of a hand-off. */
+    private readonly instanceId: string,
   ) {}
 
   acquire(
@@ -72,7 +80,7 @@ export class MemoryFairPermits {
       waiting!.delete(head);
       if (!fits) continue; // lapsed, or asking for another limit (refused at its next try)
       const handoff = Math.max(1, Math.floor(Math.min(entry.lease, entry.lapsesAt - now)));
-      const fence = this.permits.grant(keys, head, handoff, limit);
+      const fence = this.permits.grant(keys, head, handoff, limit, entry.instanceId);
       this.publish(keys.channel, `grant:${head}:${fence}`);
       count++;
       handed++;
@@ -80,6 +88,14 @@ export class MemoryFairPermits {
     this.dropIfEmpty(keys);
     if (released && handed === 0) this.publish(keys.channel, token);
     return released;
+  }
+
+  /** The queued waiters as the inspect script reads them: arrival (µs), instance id, … */
+  waitersRaw(keys: LockRedisKeys): string[] {
+    return [...(this.queue(keys)?.values() ?? [])].flatMap((entry) => [
+      String(entry.since * 1_000),
+      entry.instanceId,
+    ]);
   }
 
   /** The queued waiters' tokens, first come first (lapsed entries included until dropped). */
@@ -117,7 +133,9 @@ export class MemoryFairPermits {
   ): void {
     const waiting = this.queue(keys) ?? new Map<string, PermitWaiter>();
     const lapsesAt = this.space.now() + waiterTtl;
-    waiting.set(token, { lapsesAt, lease: Math.min(ttl, waiterTtl), permits });
+    const since = waiting.get(token)?.since ?? Date.now(); // its place is kept: ZADD NX
+    const { instanceId } = this;
+    waiting.set(token, { lapsesAt, lease: Math.min(ttl, waiterTtl), permits, instanceId, since });
     this.queues.set(keys.lock, waiting);
   }
 

@@ -1,15 +1,16 @@
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
 import { semaphoreMessages } from '../errors/semaphore-messages';
 import type { PermitLease } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import type { EvictedLock } from './lock-info';
+import type { LockHolderInfo, RawHolders, RawLockInfo } from './lock-info';
 import type { MemoryKeyspace } from './memory-keyspace';
 
-/** One semaphore: its limit, and each permit's lease end on the keyspace's clock. */
+/** One semaphore: its limit, each permit's lease end on the keyspace's clock, and its holder. */
 export interface Semaphore {
   limit: number;
   permits: Map<string, number>;
+  /** Who holds each permit (the scripts' holder-record hash, which lives as the permits do). */
+  holders: Map<string, LockHolderInfo>;
 }
 
 const notWholeMs = (): Error => new Error('ERR value is not an integer or out of range');
@@ -26,6 +27,8 @@ export class MemoryPermits {
   constructor(
     private readonly space: MemoryKeyspace,
     private readonly publish: (channel: string, message: string) => void,
+    /** Written as the holder of each permit this process's own tries are granted. */
+    private readonly instanceId: string,
   ) {}
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): number {
@@ -54,18 +57,28 @@ export class MemoryPermits {
   }
 
   /**
-   * Gives `token` a place for `ttl` ms; a new semaphore takes the limit `limit` (default: the one
-   * `keys` names). Resolves its fence.
+   * Gives `token` a place for `ttl` ms, held by `instanceId` (default: this process's; undefined
+   * writes no record, as a hand-off to a waiter that queued without an id); a new semaphore takes
+   * the limit `limit` (default: the one `keys` names). Resolves its fence.
    */
   grant(
     keys: LockRedisKeys,
     token: string,
     ttl: number,
     limit = (keys.kind as PermitLease).permits,
+    instanceId: string | undefined = this.instanceId,
   ): number {
     if (!Number.isInteger(ttl) || ttl <= 0) throw notWholeMs();
-    const semaphore = this.live(keys) ?? { limit, permits: new Map<string, number>() };
+    const semaphore = this.live(keys) ?? {
+      limit,
+      permits: new Map<string, number>(),
+      holders: new Map<string, LockHolderInfo>(),
+    };
     semaphore.permits.set(token, this.space.now() + ttl);
+    // A re-sent grant keeps its record (HSETNX).
+    if (instanceId !== undefined && !semaphore.holders.has(token)) {
+      semaphore.holders.set(token, { instanceId, since: Date.now() });
+    }
     this.semaphores.set(keys.lock, semaphore);
     const fence = this.space.nextFence(keys, ttl);
     this.space.fenceFollows(keys, this.latestEnd(semaphore));
@@ -96,23 +109,44 @@ export class MemoryPermits {
   take(keys: LockRedisKeys, token: string): boolean {
     const held = this.live(keys);
     if (!held?.permits.delete(token)) return false;
+    held.holders.delete(token);
     if (held.permits.size === 0) this.semaphores.delete(keys.lock);
     return true;
   }
 
-  /** Removes every permit (`remove`) or only looks; what was held, or null when nothing. */
-  evict(keys: LockRedisKeys, remove: boolean): EvictedLock | null {
-    const held = this.live(keys);
-    if (!held) return null;
-    if (remove) {
-      this.semaphores.delete(keys.lock);
-      for (let i = 0; i < held.permits.size; i++) this.publish(keys.channel, '1');
-    }
-    return { fence: this.space.fence(keys) };
+  /** A forced release: every permit goes, records too, one release message each; the removed. */
+  evict(keys: LockRedisKeys): RawHolders {
+    const removed = this.holdersRaw(keys);
+    this.semaphores.delete(keys.lock);
+    for (let i = 0; i < removed.length / 2; i++) this.publish(keys.channel, '1');
+    return removed;
   }
 
-  inspect(keys: LockRedisKeys): never {
-    throw new RedisLockConfigError(semaphoreMessages.notInspectable(keys.lock));
+  /** The semaphore as the inspect script reads it (the fair queue's waiters from `waiters`). */
+  inspect(keys: LockRedisKeys, waiters: (string | null)[]): RawLockInfo['semaphore'] {
+    const limit = this.live(keys)?.limit ?? 0;
+    return { limit, fence: this.space.fence(keys), permits: this.holdersRaw(keys), waiters };
+  }
+
+  /** The names of the semaphores with a live permit (what SCAN would find). */
+  names(): string[] {
+    return [...this.semaphores.keys()].filter((name) => {
+      const semaphore = this.semaphores.get(name)!;
+      return [...semaphore.permits.values()].some((ends) => ends >= this.space.now());
+    });
+  }
+
+  /** The live permits, the soonest lease end first, flat: ms left, record (or null). */
+  private holdersRaw(keys: LockRedisKeys): RawHolders {
+    const held = this.live(keys);
+    if (!held) return [];
+    const now = this.space.now();
+    return [...held.permits]
+      .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : 1))
+      .flatMap(([token, ends]) => {
+        const holder = held.holders.get(token);
+        return [Math.ceil(ends - now), holder ? `${holder.since} ${holder.instanceId}` : null];
+      });
   }
 
   /** The live permits of the lock's semaphore (lapsed ones dropped), or undefined when none. */
@@ -121,7 +155,9 @@ export class MemoryPermits {
     if (!semaphore) return undefined;
     const now = this.space.now();
     for (const [token, ends] of semaphore.permits) {
-      if (ends < now) semaphore.permits.delete(token);
+      if (ends >= now) continue;
+      semaphore.permits.delete(token);
+      semaphore.holders.delete(token);
     }
     if (semaphore.permits.size > 0) return semaphore;
     this.semaphores.delete(keys.lock);

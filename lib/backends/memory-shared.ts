@@ -1,5 +1,6 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireTry } from './lock-backend';
+import type { LockHolderInfo, RawHolders } from './lock-info';
 import type { MemoryKeyspace } from './memory-keyspace';
 import type { MemoryPubSubHub } from './memory-pubsub';
 
@@ -7,6 +8,8 @@ import type { MemoryPubSubHub } from './memory-pubsub';
 interface Deadlines {
   entries: Map<string, number>;
   expiresAt: number;
+  /** Readers: who holds each share (the scripts' holder-record hash, which lives as the set). */
+  holders: Map<string, LockHolderInfo>;
 }
 
 /**
@@ -22,6 +25,8 @@ export class MemorySharedLeases {
   constructor(
     private readonly keys: MemoryKeyspace,
     private readonly hub: MemoryPubSubHub,
+    /** Written as the holder of each share granted. */
+    private readonly instanceId: string,
   ) {}
 
   /** A reader's try: the fence counter as it stands, or -(ms until worth trying again). */
@@ -35,8 +40,12 @@ export class MemorySharedLeases {
       if (waiting !== undefined) return -(waiting - now);
       const queue = this.keys.queue(keys);
       if (queue) return -Math.max(1, this.keys.pttlOf(queue));
+      this.latest(this.readers, keys.readers); // lapsed shares go, their records with them
     }
     this.put(this.readers, keys.readers, token, now + ttl, ttl);
+    const holders = this.readers.get(keys.readers)!.holders;
+    // A re-sent grant keeps its record (HSETNX).
+    if (!holders.has(token)) holders.set(token, { instanceId: this.instanceId, since: Date.now() });
     return this.keys.readFence(keys, ttl);
   }
 
@@ -89,6 +98,39 @@ export class MemorySharedLeases {
     return share > this.keys.now();
   }
 
+  /** The live readers, the soonest lease end first, as the inspect script reads them. */
+  readersRaw(keys: LockRedisKeys): RawHolders {
+    const now = this.keys.now();
+    const set = this.readers.get(keys.readers);
+    return [...this.live(this.readers, keys.readers)]
+      .filter(([, deadline]) => deadline > now)
+      .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : 1))
+      .flatMap(([token, deadline]) => {
+        const holder = set?.holders.get(token);
+        return [Math.ceil(deadline - now), holder ? `${holder.since} ${holder.instanceId}` : null];
+      });
+  }
+
+  /** How many writers wait for the readers now (live entries). */
+  writersWaiting(keys: LockRedisKeys): number {
+    const now = this.keys.now();
+    return [...this.live(this.writers, keys.writersWaiting).values()].filter((at) => at > now)
+      .length;
+  }
+
+  /** The names of the readers' sets that have a live share (what SCAN would find). */
+  readerNames(): string[] {
+    return [...this.readers.keys()].filter((name) => this.latest(this.readers, name) !== undefined);
+  }
+
+  /** A forced release: every share goes, records too; all waiters wake. What it removed. */
+  evict(keys: LockRedisKeys): RawHolders {
+    const removed = this.readersRaw(keys);
+    this.readers.delete(keys.readers);
+    if (removed.length > 0) this.hub.publish(keys.channel, 'wake-all:force-release');
+    return removed;
+  }
+
   leaveWriters(keys: LockRedisKeys, id: string): void {
     if (!this.live(this.writers, keys.writersWaiting).has(id)) return;
     this.remove(this.writers, keys.writersWaiting, id);
@@ -117,7 +159,11 @@ export class MemorySharedLeases {
   private put(sets: Map<string, Deadlines>, name: string, member: string, at: number, ms: number) {
     const now = this.keys.now();
     this.live(sets, name);
-    const set = sets.get(name) ?? { entries: new Map<string, number>(), expiresAt: now + ms };
+    const set = sets.get(name) ?? {
+      entries: new Map<string, number>(),
+      expiresAt: now + ms,
+      holders: new Map<string, LockHolderInfo>(),
+    };
     set.entries.set(member, at);
     set.expiresAt = Math.max(set.expiresAt, now + ms);
     sets.set(name, set);
@@ -127,6 +173,7 @@ export class MemorySharedLeases {
   private remove(sets: Map<string, Deadlines>, name: string, member: string): void {
     const set = sets.get(name);
     set?.entries.delete(member);
+    set?.holders.delete(member);
     if (set?.entries.size === 0) sets.delete(name);
   }
 }

@@ -1,5 +1,5 @@
 import { clockDrift } from '../util/clock';
-import type { LockRedisKeys } from '../keys/lock-keys';
+import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
 import type {
   AcquireAllReply,
   AcquireTry,
@@ -10,7 +10,7 @@ import type {
 import { MemorySharedLeases } from './memory-shared';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
-import type { EvictedLock, RawLockInfo } from './lock-info';
+import { evictedOf, heldKinds, type EvictedLock, type RawLockInfo } from './lock-info';
 import type { LockNamesPage } from './lock-scan';
 import { MemoryKeyspace, rawInfoOf } from './memory-keyspace';
 import { MemoryAcquireAll } from './memory-acquire-all';
@@ -78,9 +78,10 @@ export class MemoryLockBackend implements FairLockBackend {
       options.fenceRetention ?? 60_000,
     );
     const publish = (channel: string, message: string) => this.hub.publish(channel, message);
-    this.permits = new MemoryPermits(this.keys, publish);
-    this.fairPermits = new MemoryFairPermits(this.keys, this.permits, publish);
-    this.shared = new MemorySharedLeases(this.keys, this.hub);
+    const id = this.instanceId;
+    this.permits = new MemoryPermits(this.keys, publish, id);
+    this.fairPermits = new MemoryFairPermits(this.keys, this.permits, publish, id);
+    this.shared = new MemorySharedLeases(this.keys, this.hub, id);
     this.fair = new MemoryFairQueue(this.keys, this.shared, this.hub, this.instanceId);
     this.allOrNone = new MemoryAcquireAll(this.keys, this.shared, this.instanceId);
   }
@@ -154,41 +155,48 @@ export class MemoryLockBackend implements FairLockBackend {
     return (await this.evict(keys)) !== null;
   }
 
+  /** Every holder of every kind on the key goes, as the force-release script removes them. */
   evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
     return this.command(() => {
-      if (keys.kind.type === 'permit') return this.permits.evict(keys, true);
-      const lease = this.keys.lease(keys);
-      if (!lease) return null;
-      this.keys.deleteLease(keys);
-      this.hub.publish(keys.channel, '1');
-      const fence = this.keys.fence(keys);
-      return lease.holder ? { fence, holder: lease.holder } : { fence };
+      const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));
+      const lease = this.keys.lease(exclusive);
+      if (lease) {
+        this.keys.deleteLease(exclusive);
+        this.hub.publish(exclusive.channel, '1');
+      }
+      const readers = this.shared.evict(exclusive);
+      const permits = this.permits.evict(semaphore);
+      const holder = lease?.holder ? `${lease.holder.since} ${lease.holder.instanceId}` : null;
+      const fence = this.keys.fence(exclusive);
+      const permitFence = this.keys.fence(semaphore);
+      return evictedOf({ deleted: !!lease, fence, holder, readers, permits, permitFence });
     });
   }
 
+  /** Every kind of lock on the key, as the inspect script reads them. */
   inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
-    return this.command(() =>
-      keys.kind.type === 'permit' ? this.permits.inspect(keys) : rawInfoOf(this.keys, keys),
-    );
+    return this.command(() => this.inspectNow(keys));
   }
 
   /** The cursor is the index of the next name, in name order. */
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage> {
     return this.command(() => {
       const start = Number(cursor ?? 0);
-      const all = this.keys.lockNames().filter((name) => name.startsWith(`${prefix}{`));
+      const held = [
+        ...this.keys.lockNames(),
+        ...this.shared.readerNames(),
+        ...this.permits.names(),
+      ];
+      const all = held.filter((name) => name.startsWith(`${prefix}{`)).sort();
       const names = all.slice(start, start + count);
       const next = start + names.length;
       return next < all.length ? { names, cursor: String(next) } : { names };
     });
   }
 
+  /** Held in any way, as `inspectRaw` reads it. */
   isLocked(keys: LockRedisKeys): Promise<boolean> {
-    return this.command(() =>
-      keys.kind.type === 'permit'
-        ? this.permits.evict(keys, false) !== null
-        : this.keys.lease(keys) !== undefined,
-    );
+    return this.command(() => heldKinds(this.inspectNow(keys)).length > 0);
   }
 
   createPubSub(): ReleasePubSub {
@@ -225,6 +233,16 @@ export class MemoryLockBackend implements FairLockBackend {
   /** How many subscribers listen on `channel` now. */
   subscriberCount(channel: string): number {
     return this.hub.subscriberCount(channel);
+  }
+
+  private inspectNow(keys: LockRedisKeys): RawLockInfo {
+    const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));
+    return {
+      ...rawInfoOf(this.keys, exclusive),
+      readers: this.shared.readersRaw(exclusive),
+      writersWaiting: this.shared.writersWaiting(exclusive),
+      semaphore: this.permits.inspect(semaphore, this.fairPermits.waitersRaw(semaphore)),
+    };
   }
 
   private extendNow(keys: LockRedisKeys, token: string, ms: number): boolean {

@@ -1,12 +1,9 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { acquireScript } from '../lua/acquire.script';
 import { extendScript } from '../lua/extend.script';
-import { forceReleaseScript } from '../lua/force-release.script';
-import { inspectScript } from '../lua/inspect.script';
 import { releaseScript, type PublishCommand } from '../lua/release.script';
 import type { RedisCommander } from '../redis/redis-client';
 import type { AcquireTry } from './lock-backend';
-import { parseHolder, type EvictedLock, type RawLockInfo } from './lock-info';
 
 /**
  * The exclusive side of `RedisBackend`: the plain lock scripts on the keys of an exclusive lease
@@ -68,26 +65,5 @@ export class ExclusiveLeases {
     return releaseScript.run(this.client, [keys.lock, keys.holder], [token, publish], (reply) =>
       then(reply === 1),
     );
-  }
-
-  async evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
-    const { publish, channel } = this.publishing();
-    const [deleted, fence = 0, record] = await forceReleaseScript.run(
-      this.client,
-      [keys.lock, keys.fence, keys.holder],
-      [publish, channel(keys.channel)],
-    );
-    if (deleted !== 1) return null;
-    const holder = parseHolder(record);
-    return holder ? { fence, holder } : { fence };
-  }
-
-  async inspect(keys: LockRedisKeys): Promise<RawLockInfo> {
-    const [token, pttl, fence, holder, waiters] = await inspectScript.run(
-      this.client,
-      [keys.lock, keys.fence, keys.holder, keys.queue, keys.waiterIds],
-      [],
-    );
-    return { token, pttl, fence, holder, waiters };
   }
 }

@@ -20,6 +20,8 @@ export class RedisFairPermits {
   constructor(
     private readonly client: RedisCommander,
     private readonly fenceRetention: number,
+    /** Written beside each permit granted, and kept for a hand-off while queued. */
+    private readonly instanceId: string,
     /** Connection losses so far: a reply that crossed one may belong to a re-sent command. */
     private readonly resets: () => number,
     /** The command releases publish with now, and the channel name as subscribers know it. */
@@ -45,6 +47,7 @@ export class RedisFairPermits {
       queue ? '1' : '0',
       waiterTtl,
       this.fenceRetention,
+      this.instanceId,
     ]);
     if (!Array.isArray(reply)) return { granted: reply };
     if (reply.length === 2) return { retryAfterMs: Math.max(0, -reply[0]), fence: reply[1] };
@@ -73,6 +76,7 @@ export class RedisFairPermits {
 
   /** The keys of a fair semaphore, in the order its scripts read them. */
   private fairKeys(keys: LockRedisKeys) {
-    return [keys.lock, permitLimitKey(keys), keys.fence, keys.queue, keys.waiters] as const;
+    const { lock, fence, queue, waiters, waiterIds, permitHolders } = keys;
+    return [lock, permitLimitKey(keys), fence, queue, waiters, waiterIds, permitHolders] as const;
   }
 }

@@ -1,16 +1,13 @@
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
 import { semaphoreMessages } from '../errors/semaphore-messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { permitAcquireScript } from '../lua/permit-acquire.script';
-import { permitEvictScript } from '../lua/permit-evict.script';
 import { permitExtendScript } from '../lua/permit-extend.script';
 import { permitReleaseScript } from '../lua/permit-release.script';
 import type { PublishCommand } from '../lua/release.script';
 import type { RedisCommander } from '../redis/redis-client';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import type { RenewableLease } from './lock-backend';
-import type { EvictedLock } from './lock-info';
 
 /** Where a semaphore keeps its limit N: beside its permits, in the same hash slot. */
 export function permitLimitKey(keys: LockRedisKeys): string {
@@ -31,6 +28,8 @@ export class RedisPermits {
   constructor(
     private readonly client: RedisCommander,
     private readonly fenceRetention: number,
+    /** Written beside each permit granted, as who holds it (`instanceId`). */
+    private readonly instanceId: string,
     /** The command releases publish with now, and the channel name as subscribers know it. */
     private readonly publishing: () => { publish: PublishCommand; channel: (c: string) => string },
   ) {}
@@ -40,8 +39,8 @@ export class RedisPermits {
     const permits = permitsOf(keys)!;
     const reply = await permitAcquireScript.run(
       client,
-      [keys.lock, permitLimitKey(keys), keys.fence],
-      [token, ttl, permits, this.fenceRetention],
+      [keys.lock, permitLimitKey(keys), keys.fence, keys.permitHolders],
+      [token, ttl, permits, this.fenceRetention, this.instanceId],
     );
     if (typeof reply === 'number') return reply;
     const [held] = reply;
@@ -52,7 +51,7 @@ export class RedisPermits {
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
     const reply = await permitExtendScript.run(
       this.client,
-      [keys.lock, permitLimitKey(keys), keys.fence],
+      [keys.lock, permitLimitKey(keys), keys.fence, keys.permitHolders],
       [token, ms, this.fenceRetention],
     );
     return reply === 1;
@@ -70,25 +69,9 @@ export class RedisPermits {
     const { publish, channel } = this.publishing();
     return permitReleaseScript.run(
       this.client,
-      [keys.lock, permitLimitKey(keys)],
+      [keys.lock, permitLimitKey(keys), keys.permitHolders],
       [token, publish, channel(keys.channel)],
     );
-  }
-
-  /** Removes every permit (remove) or only counts the live ones; what it found. */
-  async evict(keys: LockRedisKeys, remove: boolean): Promise<EvictedLock | null> {
-    const { publish, channel } = this.publishing();
-    const [live, fence] = await permitEvictScript.run(
-      this.client,
-      [keys.lock, permitLimitKey(keys), keys.fence],
-      [publish, channel(keys.channel), remove ? '1' : '0'],
-    );
-    return live > 0 ? { fence } : null;
-  }
-
-  /** A semaphore has N holders, not one: inspection of one holder does not apply. */
-  inspect(keys: LockRedisKeys): never {
-    throw new RedisLockConfigError(semaphoreMessages.notInspectable(keys.lock));
   }
 }
 

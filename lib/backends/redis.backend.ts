@@ -27,7 +27,8 @@ import type {
   FairLockBackend,
   RenewableLease,
 } from './lock-backend';
-import type { EvictedLock, RawLockInfo } from './lock-info';
+import { heldKinds, type EvictedLock, type RawLockInfo } from './lock-info';
+import { RedisAdmin } from './redis-admin';
 import { scanLockNames, type LockNamesPage } from './lock-scan';
 import { renewInBatches } from './renew-batches';
 import { permitsOf, RedisPermits, renewByKind } from './redis-permits';
@@ -60,6 +61,8 @@ export class RedisBackend implements FairLockBackend {
   /** Fair mode's queue and hand-off: of the lock, or of a semaphore's permits. */
   private readonly fair: RedisFairQueue;
   private readonly fairPermits: RedisFairPermits;
+  /** The operator's commands: every kind of lock on a key, read or removed at once. */
+  private readonly admin: RedisAdmin;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -78,14 +81,22 @@ export class RedisBackend implements FairLockBackend {
       publish: this.publish,
       channel: (channel: string) => this.keyPrefix + channel,
     });
-    this.permits = new RedisPermits(this.client, fenceRetention, publishing);
+    this.permits = new RedisPermits(this.client, fenceRetention, instanceId, publishing);
+    this.admin = new RedisAdmin(this.client, publishing);
     this.exclusive = new ExclusiveLeases(this.client, fenceRetention, instanceId, publishing);
     const resets = () => this.resets;
     this.fair = new RedisFairQueue(this.client, fenceRetention, instanceId, resets, publishing);
-    this.fairPermits = new RedisFairPermits(this.client, fenceRetention, resets, publishing);
+    this.fairPermits = new RedisFairPermits(
+      this.client,
+      fenceRetention,
+      instanceId,
+      resets,
+      publishing,
+    );
     this.shared = new SharedLeases(
       this.client,
       fenceRetention,
+      instanceId,
       () => this.publish,
       (keys) => this.keyPrefix + keys.channel,
     );
@@ -200,23 +211,23 @@ export class RedisBackend implements FairLockBackend {
     return (await this.evict(keys)) !== null;
   }
 
-  async evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
-    if (permitsOf(keys) !== undefined) return this.permits.evict(keys, true);
-    return this.exclusive.evict(keys);
+  /** Removes every holder of every kind of lock on the key `keys` names (see RedisAdmin). */
+  evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
+    return this.admin.evict(keys);
   }
 
-  async inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
-    if (permitsOf(keys) !== undefined) this.permits.inspect(keys);
-    return this.exclusive.inspect(keys);
+  /** Reads every kind of lock on the key `keys` names (see RedisAdmin). */
+  inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
+    return this.admin.inspect(keys);
   }
 
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage> {
     return scanLockNames(this.connection.client, prefix, cursor, count);
   }
 
+  /** Held in any way: what `inspectRaw` reads as held, in the same one script. */
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
-    if (permitsOf(keys) !== undefined) return (await this.permits.evict(keys, false)) !== null;
-    return (await this.client.exists(keys.lock)) === 1;
+    return heldKinds(await this.admin.inspect(keys)).length > 0;
   }
 
   createPubSub(): ReleasePubSub {

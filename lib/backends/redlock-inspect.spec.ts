@@ -37,7 +37,12 @@ describe('quorumLockInfo', () => {
 describe('mergeEvictions', () => {
   it('reports the highest fence and the first holder among the nodes that removed a lock', () => {
     const holder = { instanceId: 'x', since: 1 };
-    expect(mergeEvictions([{ fence: 3 }, null, { fence: 4, holder }, undefined])).toEqual({
+    const evicted = (fence: number, by?: typeof holder) =>
+      by
+        ? { kind: 'exclusive' as const, fence, holder: by }
+        : { kind: 'exclusive' as const, fence };
+    expect(mergeEvictions([evicted(3), null, evicted(4, holder), undefined])).toEqual({
+      kind: 'exclusive',
       fence: 4,
       holder,
     });

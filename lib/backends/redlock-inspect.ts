@@ -41,5 +41,6 @@ export function mergeEvictions(
   if (removed.length === 0) return null;
   const fence = Math.max(...removed.map((reply) => reply.fence));
   const holder = removed.find((reply) => reply.holder)?.holder;
-  return holder ? { fence, holder } : { fence };
+  // Redlock serves exclusive locks only.
+  return holder ? { kind: 'exclusive', fence, holder } : { kind: 'exclusive', fence };
 }

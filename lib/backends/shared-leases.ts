@@ -19,6 +19,8 @@ export class SharedLeases {
     private readonly client: RedisCommander,
     /** How long (ms) a fence counter outlives the lease of a holder. */
     private readonly fenceRetention: number,
+    /** Written beside each share granted, as who holds it (`instanceId`). */
+    private readonly instanceId: string,
     /** The publish command now, and the channel as subscribers name it (ioredis' keyPrefix). */
     private readonly publish: () => PublishCommand,
     private readonly channelOf: (keys: LockRedisKeys) => string,
@@ -32,15 +34,15 @@ export class SharedLeases {
   ): Promise<number> {
     return readAcquireScript.run(
       client,
-      [keys.lock, keys.readers, keys.writersWaiting, keys.queue, keys.fence],
-      [token, ttl, this.fenceRetention],
+      [keys.lock, keys.readers, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+      [token, ttl, this.fenceRetention, this.instanceId],
     );
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
     const reply = await readExtendScript.run(
       this.client,
-      [keys.readers, keys.fence],
+      [keys.readers, keys.fence, keys.readerHolders],
       [token, ms, this.fenceRetention],
     );
     return reply === 1;
@@ -49,7 +51,7 @@ export class SharedLeases {
   async release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const reply = await readReleaseScript.run(
       this.client,
-      [keys.readers],
+      [keys.readers, keys.readerHolders],
       [token, this.publish(), this.channelOf(keys)],
     );
     return reply === 1;

@@ -18,7 +18,4 @@ export const semaphoreMessages = {
     'Semaphores (`permits`) need one Redis or a Cluster: a Redlock quorum cannot count the ' +
     'holders of a key across independent nodes. Drop `permits` on Redlock, or use a ' +
     'single-node/Cluster LockService for semaphores.',
-  notInspectable: (lock: string) =>
-    `${lock} is a semaphore: inspect() reads mutexes only (one holder, one lease). Its holders ` +
-    "are the members of that sorted set, each scored with its lease end (ms on Redis' clock).",
 };

@@ -1,4 +1,10 @@
-import { lockKeyPattern, lockRedisKeys, userKeyOf, type LockRedisKeys } from './lock-keys';
+import {
+  lockKeyPattern,
+  lockNameOf,
+  lockRedisKeys,
+  userKeyOf,
+  type LockRedisKeys,
+} from './lock-keys';
 
 /** The part of `name` Redis Cluster hashes: the first `{…}` if it is not empty, else all of it. */
 function hashTagOf(name: string): string {
@@ -73,7 +79,38 @@ describe('lockKeyPattern and userKeyOf', () => {
     },
   );
 
+  it.each(['plain', '{braced}', '}closing', 'x}:readers', 'y}:permits', 'z}:readers}'])(
+    'tells every kind of lock of %p from the other names of its keys',
+    (key) => {
+      const exclusive = lockRedisKeys('lock:', key);
+      const semaphore = lockRedisKeys('lock:', key, { type: 'permit', permits: 2 });
+      const base = exclusive.lock;
+      const named = [exclusive, semaphore].flatMap((keys) => [
+        keys.lock,
+        keys.fence,
+        keys.holder,
+        keys.queue,
+        keys.waiters,
+        keys.waiterIds,
+        keys.readers,
+        keys.readerHolders,
+        keys.permitHolders,
+        keys.writersWaiting,
+        `${keys.lock}:limit`,
+      ]);
+      const locks = named.flatMap((name) => {
+        const found = lockNameOf(name);
+        return found ? [[name, found.kind, userKeyOf('lock:', found.base)]] : [];
+      });
+      expect(locks).toEqual([
+        [base, 'exclusive', key],
+        [exclusive.readers, 'read', key],
+        [semaphore.lock, 'semaphore', key],
+      ]);
+    },
+  );
+
   it('escapes glob characters of the prefix', () => {
-    expect(lockKeyPattern('a*b?[c]\\:')).toBe('a\\*b\\?\\[c\\]\\\\:{*}');
+    expect(lockKeyPattern('a*b?[c]\\:')).toBe('a\\*b\\?\\[c\\]\\\\:{*');
   });
 });

@@ -2,6 +2,24 @@ import { LockKeyError } from '../errors/lock-key.error';
 import { messages } from '../errors/messages';
 import { EXCLUSIVE, type LeaseKind } from './lease-kind';
 
+/** What an operator sees a lock as: a mutex (or a writer), a read lock's readers, a semaphore. */
+export type LockKind = 'exclusive' | 'read' | 'semaphore';
+
+/**
+ * The name each kind of lock keeps its holders under, as a suffix after `<prefix>{<key>}`: the
+ * one table the key naming, the listing's SCAN and the inspection scripts read. Only these names
+ * end in `}` or in one of these suffixes; every other name of a lock (fence, queue, holder
+ * records) ends otherwise, so a listing never mistakes one for a lock.
+ */
+export const LOCK_NAME_SUFFIXES: Readonly<Record<LockKind, string>> = Object.freeze({
+  exclusive: '',
+  read: ':readers',
+  semaphore: ':permits',
+});
+
+/** The kinds in the order inspection reports them when one key holds several (see inspect). */
+export const LOCK_KINDS: readonly LockKind[] = ['exclusive', 'read', 'semaphore'];
+
 /** The Redis names of one lock, all in one hash slot (the user key is the hash tag). */
 export class LockRedisKeys {
   /** Pub/sub channel a release publishes on, to wake waiters at once. */
@@ -50,7 +68,24 @@ export class LockRedisKeys {
 
   /** Read-write locks: the readers holding a share (ZSET token → lease end, ms on Redis' clock). */
   get readers(): string {
-    return `${this.lock}:readers`;
+    return `${this.lock}${LOCK_NAME_SUFFIXES.read}`;
+  }
+
+  /**
+   * Read-write locks: who holds each share, for inspection only (HASH token → `"<since ms>
+   * <instance id>"`), written by the grant beside the readers with their TTL, pruned with their
+   * lapsed shares and deleted with the last one.
+   */
+  get readerHolders(): string {
+    return `${this.readers}:holders`;
+  }
+
+  /**
+   * Semaphores (`lock` is the permits' name): who holds each permit, for inspection only (HASH
+   * token → `"<since ms> <instance id>"`), kept as `readerHolders` is beside the readers.
+   */
+  get permitHolders(): string {
+    return `${this.lock}:holders`;
   }
 
   /**
@@ -63,11 +98,48 @@ export class LockRedisKeys {
 }
 
 /**
- * The SCAN pattern of every lock key under `prefix` (glob characters in the prefix escaped). Only
- * a lock key ends in `}`: the other names of a lock add a suffix after the hash tag.
+ * The SCAN pattern of every name under `prefix` that may be a lock (glob characters in the prefix
+ * escaped); `lockNameOf` tells which are. One pattern cannot end in several suffixes, so the
+ * names are told apart after the scan.
  */
 export function lockKeyPattern(prefix: string): string {
-  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}`;
+  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*`;
+}
+
+/**
+ * Which lock `name` (found by `lockKeyPattern`) holds, by the suffix table: the kind and the name
+ * of its exclusive lock `<prefix>{<key>}`, or undefined for a lock's other names (fence, queue,
+ * holder records). A user key may itself contain `}:readers`: its lock name still ends in `}`.
+ */
+export function lockNameOf(name: string): { kind: LockKind; base: string } | undefined {
+  for (const kind of LOCK_KINDS) {
+    const suffix = LOCK_NAME_SUFFIXES[kind];
+    if (!name.endsWith(`}${suffix}`)) continue;
+    return { kind, base: name.slice(0, name.length - suffix.length) };
+  }
+  return undefined;
+}
+
+/**
+ * The keys of every kind of lock on the user key whose exclusive lock is `base` (`<prefix>{<key>}`):
+ * one hash tag, so one script reaches them all. The semaphore's limit is unknown here: 0.
+ */
+export function kindKeysOf(base: string): Record<LockKind, LockRedisKeys> {
+  const exclusive = new LockRedisKeys(base);
+  return {
+    exclusive,
+    read: new LockRedisKeys(base, { type: 'shared' }),
+    semaphore: new LockRedisKeys(`${base}${LOCK_NAME_SUFFIXES.semaphore}`, {
+      type: 'permit',
+      permits: 0,
+    }),
+  };
+}
+
+/** The exclusive lock name of the user key `keys` names (of any kind): `<prefix>{<key>}`. */
+export function baseLockOf(keys: LockRedisKeys): string {
+  const suffix = LOCK_NAME_SUFFIXES.semaphore;
+  return keys.kind.type === 'permit' ? keys.lock.slice(0, -suffix.length) : keys.lock;
 }
 
 /** The user key of lock key `name` under `prefix` (the inverse of `lockRedisKeys`). */
@@ -90,7 +162,10 @@ export function lockRedisKeys(
   const lock = `${prefix}{${hashTagSafe(key)}}`;
   // A semaphore lives under names of its own: a mutex and a semaphore on one key are two locks,
   // and re-entrancy (which keys holds by `lock`) never mistakes one for the other.
-  return new LockRedisKeys(kind.type === 'permit' ? `${lock}:permits` : lock, kind);
+  return new LockRedisKeys(
+    kind.type === 'permit' ? `${lock}${LOCK_NAME_SUFFIXES.semaphore}` : lock,
+    kind,
+  );
 }
 
 /**

@@ -2,6 +2,7 @@ import { dropWaiterLua, waitersAheadLua } from './fair-permit.lua';
 import { nextFenceLua } from './fence.lua';
 import { LuaScript } from './lua-script';
 import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
+import { syncShareHoldersLua, writeShareHolderLua } from './share-holders.lua';
 
 /**
  * Fair mode's try for a permit of a semaphore: first come, first served. A free place goes to a
@@ -9,10 +10,13 @@ import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
  * one), so a later waiter never takes the place of an earlier one; a release hands freed places
  * to the head of the queue directly (`fairPermitReleaseScript`).
  * Keys: the permits (ZSET token → lease end), the limit, the fence counter, the queue (ZSET token
- * → arrival, µs), the waiters' entries (HASH, see fair-permit.lua). All in one hash slot.
+ * → arrival, µs), the waiters' entries (HASH, see fair-permit.lua), the waiters' instance ids
+ * (HASH token → id), the permits' holder records (HASH, see share-holders.lua). All in one hash
+ * slot.
  * Args: the token (one per acquire call: its place in the queue and, once granted, its permit),
  * the lease in ms, the limit N, '1' to queue (or stay queued) when busy, the entry lifetime in ms,
- * how long (ms) the fence counter outlives the leases.
+ * how long (ms) the fence counter outlives the leases, this process's instance id (its holder
+ * record once granted; while queued, kept for the hand-off to write).
  * Returns the fence (> 0) when granted; {-(ms until worth retrying), fence counter} when busy;
  * {limit} when the holders took the key with another limit.
  */
@@ -23,6 +27,8 @@ export const fairPermitAcquireScript = new LuaScript<
     fenceKey: string,
     queueKey: string,
     waitersKey: string,
+    waiterIdsKey: string,
+    holdersKey: string,
   ],
   readonly [
     token: string,
@@ -31,16 +37,18 @@ export const fairPermitAcquireScript = new LuaScript<
     queueIfBusy: '1' | '0',
     entryLifetimeMs: number,
     fenceRetentionMs: number,
+    instanceId: string,
   ],
   number | [heldLimit: number] | [negativeRetryMs: number, fence: number]
 >(
   'fair-permit-acquire',
   `
 local permitsKey, limitKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local waiterIdsKey, holdersKey = KEYS[6], KEYS[7]
 local token, leaseMs, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local queueIfBusy, entryLifetimeMs = ARGV[4], tonumber(ARGV[5])
-local fenceRetentionMs = tonumber(ARGV[6])
-${nowMsLua}${prunePermitsLua('permitsKey')}
+local fenceRetentionMs, instanceId = tonumber(ARGV[6]), ARGV[7]
+${nowMsLua}${prunePermitsLua('permitsKey')}${syncShareHoldersLua('permitsKey', 'holdersKey')}
 local held = redis.call('ZCARD', permitsKey)
 if held > 0 then
   -- Holders that disagree about N would each count against their own limit: refuse instead.
@@ -67,8 +75,9 @@ ${waitersAheadLua}
       local entry = string.format('%d %d %d', now + entryLifetimeMs,
         math.min(leaseMs, entryLifetimeMs), permits)
       redis.call('HSET', waitersKey, token, entry)
+      redis.call('HSET', waiterIdsKey, token, instanceId)
       -- The queue outlives no waiter: it goes when the last entry would have lapsed.
-      for _, key in ipairs({ queueKey, waitersKey }) do
+      for _, key in ipairs({ queueKey, waitersKey, waiterIdsKey }) do
         if redis.call('PTTL', key) < entryLifetimeMs then
           redis.call('PEXPIRE', key, entryLifetimeMs)
         end
@@ -80,7 +89,7 @@ end
 ${dropWaiterLua('token')}
 redis.call('ZADD', permitsKey, string.format('%d', now + leaseMs), token)
 redis.call('SET', limitKey, string.format('%d', permits))
-${nextFenceLua('fenceKey', 'leaseMs + fenceRetentionMs')}${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs')}
+${writeShareHolderLua('holdersKey', 'token', 'instanceId', 'clock')}${nextFenceLua('fenceKey', 'leaseMs + fenceRetentionMs')}${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs', 'holdersKey')}
 return fence
 `,
 );

@@ -3,6 +3,7 @@ import { nextFenceLua } from './fence.lua';
 import { LuaScript } from './lua-script';
 import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
 import type { PublishCommand } from './release.script';
+import { syncShareHoldersLua, writeShareHolderLua } from './share-holders.lua';
 
 /**
  * Fair mode's release of a permit, also run by a waiter that leaves the queue: drops `token`'s
@@ -12,7 +13,8 @@ import type { PublishCommand } from './release.script';
  * a waiter that died since its last refresh keeps the place no longer than that), which it renews
  * at once. An entry that lapsed is passed over, and so is one that asked for another limit (its
  * next try is refused).
- * Keys: as fairPermitAcquireScript. Args: the token, the publish command, how long (ms) the fence
+ * Keys: as fairPermitAcquireScript. A hand-off writes its new holder's record from the id the
+ * waiter queued with (none when it queued under a version that wrote no id). Args: the token, the publish command, how long (ms) the fence
  * counter outlives the leases, the release channel (no KEY: see release.script).
  * Publishes "grant:<token>:<fence>" per hand-off; a release that hands nothing on publishes the
  * releasing token, as a plain release does.
@@ -25,6 +27,8 @@ export const fairPermitReleaseScript = new LuaScript<
     fenceKey: string,
     queueKey: string,
     waitersKey: string,
+    waiterIdsKey: string,
+    holdersKey: string,
   ],
   readonly [token: string, publish: PublishCommand, fenceRetentionMs: number, channel: string],
   0 | 1
@@ -32,11 +36,13 @@ export const fairPermitReleaseScript = new LuaScript<
   'fair-permit-release',
   `
 local permitsKey, limitKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local waiterIdsKey, holdersKey = KEYS[6], KEYS[7]
 local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 ${nowMsLua}
 local ends = redis.call('ZSCORE', permitsKey, token)
 redis.call('ZREM', permitsKey, token)
-${dropWaiterLua('token')}${prunePermitsLua('permitsKey')}
+redis.call('HDEL', holdersKey, token)
+${dropWaiterLua('token')}${prunePermitsLua('permitsKey')}${syncShareHoldersLua('permitsKey', 'holdersKey')}
 -- A lapsed permit was no longer ours: its place may have been taken meanwhile.
 local released = ends ~= false and tonumber(ends) >= now
 local held = redis.call('ZCARD', permitsKey)
@@ -51,10 +57,13 @@ ${readEntryLua('head')}
   if live and not limit then limit = limitAsked end
   local fits = live and limitAsked == limit
   if fits and held >= limit then break end
+  local headId = redis.call('HGET', waiterIdsKey, head)
   ${dropWaiterLua('head')}
   if fits then
     local handoff = math.max(1, math.min(lease, lapsesAt - now))
     redis.call('ZADD', permitsKey, string.format('%d', now + handoff), head)
+    if headId then
+${writeShareHolderLua('holdersKey', 'head', 'headId', 'clock')}    end
     held, handed = held + 1, handed + 1
 ${nextFenceLua('fenceKey', 'handoff + fenceRetentionMs')}
     redis.call(publish, channel, 'grant:' .. head .. ':' .. string.format('%d', fence))
@@ -62,9 +71,9 @@ ${nextFenceLua('fenceKey', 'handoff + fenceRetentionMs')}
 end
 if handed > 0 then
   redis.call('SET', limitKey, string.format('%d', limit))
-${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs')}
+${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs', 'holdersKey')}
 elseif held == 0 then
-  redis.call('DEL', permitsKey, limitKey)
+  redis.call('DEL', permitsKey, limitKey, holdersKey)
 end
 if not released then return 0 end
 if handed == 0 then redis.call(publish, channel, token) end

@@ -2,8 +2,10 @@
  * Lua shared by the fair semaphore scripts. Waiters for a permit queue in a sorted set (token →
  * arrival, µs on Redis' clock) beside a hash of their entries (token → "lapsesAt lease permits":
  * when the entry lapses unless refreshed, the lease a hand-off gives it, and the limit N it asked
- * for), all in the semaphore's hash slot. The scripts that use these pieces name those keys
- * `queueKey` and `waitersKey`, and read `now` (ms) from `nowMsLua` first.
+ * for), and a hash of their instance ids (token → id, so a hand-off can write its new holder's
+ * record, as the fair mutex's `:waiter-ids`), all in the semaphore's hash slot. The scripts that
+ * use these pieces name those keys `queueKey`, `waitersKey` and `waiterIdsKey`, and read `now`
+ * (ms) from `nowMsLua` first.
  */
 
 /**
@@ -16,10 +18,11 @@ local lapsesAt, lease, limitAsked = string.match(
 lapsesAt, lease, limitAsked = tonumber(lapsesAt) or 0, tonumber(lease) or 0, tonumber(limitAsked) or 0
 `;
 
-/** Removes `waiter` from the queue and its entry. */
+/** Removes `waiter` from the queue, its entry and its instance id. */
 export const dropWaiterLua = (waiter: string): string => `
 redis.call('ZREM', queueKey, ${waiter})
 redis.call('HDEL', waitersKey, ${waiter})
+redis.call('HDEL', waiterIdsKey, ${waiter})
 `;
 
 /**

@@ -1,31 +1,76 @@
 import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
+import { nowMsLua } from './permit.lua';
 import type { PublishCommand } from './release.script';
+import { readShareHoldersLua } from './share-holders.lua';
 
 /**
- * Administrative delete regardless of owner (the holder learns of it at its next renewal).
- * Keys: the lock key, its fence counter (read, kept), its holder record (deleted with the lock).
- * Args: the publish command, the release channel (no KEY: see release.script).
- * Returns {1, fence, "<since> <instance id>"} when a lock was deleted — what it removed, for the
- * operator — else {0}. The holder is false when the grant wrote no record (an older version).
+ * Administrative removal of every holder of every kind of lock on one key, whoever holds it, in
+ * one atomic step (the keys share the hash tag): the exclusive lock, a read lock's readers, the
+ * semaphore's permits — each with its holder records. Fence counters stay, so fences keep
+ * increasing; queues stay, so fair waiters keep their order. Every holder learns of it at its
+ * next renewal (its signal aborts). Waiters wake as a release would wake them: '1' for the lock,
+ * a wake-all for the readers' (a writer waiting for them, readers queued behind it), one '1' per
+ * permit removed on the semaphore's channel.
+ * Keys: the lock, its fence counter, its holder record; the readers, their holder records; the
+ * permits, their limit, their fence counter, their holder records.
+ * Args: the publish command, the lock's release channel, the semaphore's (no KEY: see
+ * release.script).
+ * Returns {1 when the lock was deleted else 0, fence counter, "<since> <instance id>" of its
+ * holder or false, readers removed, permits removed, permit fence counter}: readers and permits
+ * as flat lists of ms left and holder record (false when none), as inspectScript reads them.
  */
 export const forceReleaseScript = new LuaScript<
-  readonly [lockKey: string, fenceKey: string, holderKey: string],
-  readonly [publish: PublishCommand, channel: string],
-  [deleted: 0 | 1, fence?: number, holder?: string | null]
+  readonly [
+    lockKey: string,
+    fenceKey: string,
+    holderKey: string,
+    readersKey: string,
+    readerHoldersKey: string,
+    permitsKey: string,
+    limitKey: string,
+    permitFenceKey: string,
+    permitHoldersKey: string,
+  ],
+  readonly [publish: PublishCommand, channel: string, permitChannel: string],
+  [
+    deleted: 0 | 1,
+    fence: number,
+    holder: string | null,
+    readers: (number | string | null)[],
+    permits: (number | string | null)[],
+    permitFence: number,
+  ]
 >(
   'force-release',
   `
 local lockKey, fenceKey, holderKey = KEYS[1], KEYS[2], KEYS[3]
-local publish, channel = ARGV[1], ARGV[2]
+local readersKey, readerHoldersKey = KEYS[4], KEYS[5]
+local permitsKey, limitKey, permitFenceKey, permitHoldersKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local publish, channel, permitChannel = ARGV[1], ARGV[2], ARGV[3]
+${nowMsLua}
 local token = redis.pcall('GET', lockKey)
 if type(token) ~= 'string' then token = false end
 ${readHolderLua('holderKey', 'token')}
+local deleted = 0
 if redis.call('DEL', lockKey) == 1 then
+  deleted = 1
   redis.call('DEL', holderKey)
   redis.call(publish, channel, '1')
-  return { 1, tonumber(redis.call('GET', fenceKey)) or 0, holder }
 end
-return { 0 }
+-- What is removed, read first: the live readers and permits, with their records.
+${readShareHoldersLua('readersKey', 'readerHoldersKey', 'readers', false)}${readShareHoldersLua('permitsKey', 'permitHoldersKey', 'permits', true)}
+redis.call('DEL', readersKey, readerHoldersKey)
+if #readers > 0 then redis.call(publish, channel, 'wake-all:force-release') end
+redis.call('DEL', permitsKey, limitKey, permitHoldersKey)
+for _ = 1, #permits / 2 do redis.call(publish, permitChannel, '1') end
+return {
+  deleted,
+  tonumber(redis.pcall('GET', fenceKey)) or 0,
+  holder,
+  readers,
+  permits,
+  tonumber(redis.pcall('GET', permitFenceKey)) or 0,
+}
 `,
 );

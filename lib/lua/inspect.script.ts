@@ -1,16 +1,24 @@
 import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
+import { nowMsLua } from './permit.lua';
+import { readShareHoldersLua } from './share-holders.lua';
 
 /**
- * Reads one lock for inspection, in one atomic step: who holds it and how long it still runs, its
- * fence, and in fair mode who queues. Writes nothing.
+ * Reads every kind of lock on one key for inspection, in one atomic step (their keys share the
+ * hash tag): the exclusive lock (who holds it, how long it still runs, its fence, and in fair
+ * mode who queues), a read lock's live readers and the writers waiting for them, and the
+ * semaphore's live permits, limit, fence and fair queue. Writes nothing; a foreign value of
+ * another type under a name of ours reads as "not held", not an error.
  * Keys: the lock, its fence counter, its holder record, the queue, the waiters' instance ids (as
- * in fairAcquireScript).
+ * in fairAcquireScript); the readers, their holder records, the writers waiting; the permits,
+ * their limit, their fence counter, their holder records, their queue, their waiters' instance
+ * ids.
  * Returns {token or false, pttl, fence counter, "<since> <instance id>" of the current grant's
- * holder record or false, waiters}: the token stays
- * inside the backend (Redlock compares it across nodes), never in what `inspect` answers; the
- * waiters come first come first, as a flat list of arrival (µs on Redis' clock) and instance id
- * (false when an older version queued it).
+ * holder record or false, waiters, readers, writers waiting, limit, permit fence counter,
+ * permits, permit waiters}: the token stays inside the backend (Redlock compares it across
+ * nodes), never in what `inspect` answers; waiters come first come first, as a flat list of
+ * arrival (µs on Redis' clock) and instance id (false when an older version queued it); readers
+ * and permits as a flat list of ms left and holder record (false when none).
  */
 export const inspectScript = new LuaScript<
   readonly [
@@ -19,6 +27,15 @@ export const inspectScript = new LuaScript<
     holderKey: string,
     queueKey: string,
     waiterIdsKey: string,
+    readersKey: string,
+    readerHoldersKey: string,
+    writersWaitingKey: string,
+    permitsKey: string,
+    limitKey: string,
+    permitFenceKey: string,
+    permitHoldersKey: string,
+    permitQueueKey: string,
+    permitWaiterIdsKey: string,
   ],
   readonly [],
   [
@@ -27,28 +44,54 @@ export const inspectScript = new LuaScript<
     fence: number,
     holder: string | null,
     waiters: (string | null)[],
+    readers: (number | string | null)[],
+    writersWaiting: number,
+    limit: number,
+    permitFence: number,
+    permits: (number | string | null)[],
+    permitWaiters: (string | null)[],
   ]
 >(
   'inspect',
   `
 local lockKey, fenceKey, holderKey, queueKey, waiterIdsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
--- pcall: a foreign value of another type under a name of ours reads as "not held", not an error.
+local readersKey, readerHoldersKey, writersWaitingKey = KEYS[6], KEYS[7], KEYS[8]
+local permitsKey, limitKey, permitFenceKey, permitHoldersKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local permitQueueKey, permitWaiterIdsKey = KEYS[13], KEYS[14]
+${nowMsLua}
 local token = redis.pcall('GET', lockKey)
 if type(token) ~= 'string' then token = false end
-${readHolderLua('holderKey', 'token')}local waiters = {}
-local queued = redis.pcall('ZRANGE', queueKey, 0, -1, 'WITHSCORES')
-if type(queued) == 'table' then
-  for i = 1, #queued, 2 do
-    waiters[#waiters + 1] = queued[i + 1]
-    waiters[#waiters + 1] = redis.call('HGET', waiterIdsKey, queued[i])
+${readHolderLua('holderKey', 'token')}
+-- A fair queue, first come first: arrival (µs) and instance id of each waiter.
+local function queued(queue, ids)
+  local waiters = {}
+  local entries = redis.pcall('ZRANGE', queue, 0, -1, 'WITHSCORES')
+  if type(entries) == 'table' then
+    for i = 1, #entries, 2 do
+      waiters[#waiters + 1] = entries[i + 1]
+      local id = redis.pcall('HGET', ids, entries[i])
+      if type(id) ~= 'string' then id = false end
+      waiters[#waiters + 1] = id
+    end
   end
+  return waiters
 end
+-- A reader's share lapses in the ms its lease ends; a permit lives through it.
+${readShareHoldersLua('readersKey', 'readerHoldersKey', 'readers', false)}${readShareHoldersLua('permitsKey', 'permitHoldersKey', 'permits', true)}
+local writersWaiting = redis.pcall('ZCOUNT', writersWaitingKey, '(' .. string.format('%d', now), '+inf')
+if type(writersWaiting) ~= 'number' then writersWaiting = 0 end
 return {
   token,
   redis.call('PTTL', lockKey),
   tonumber(redis.pcall('GET', fenceKey)) or 0,
   holder,
-  waiters,
+  queued(queueKey, waiterIdsKey),
+  readers,
+  writersWaiting,
+  tonumber(redis.pcall('GET', limitKey)) or 0,
+  tonumber(redis.pcall('GET', permitFenceKey)) or 0,
+  permits,
+  queued(permitQueueKey, permitWaiterIdsKey),
 }
 `,
 );

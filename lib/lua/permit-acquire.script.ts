@@ -1,26 +1,35 @@
 import { nextFenceLua } from './fence.lua';
 import { LuaScript } from './lua-script';
 import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
+import { syncShareHoldersLua, writeShareHolderLua } from './share-holders.lua';
 
 /**
  * One try for a permit of a semaphore, in one atomic step: drops lapsed permits, refuses a limit
  * other than the one the current holders took the key with, then grants a place or answers busy.
- * Keys: the permits (ZSET token → lease end), the limit (STRING), the fence counter.
- * Args: the token, the lease in ms, the limit N, how long (ms) the counter outlives the leases.
+ * Keys: the permits (ZSET token → lease end), the limit (STRING), the fence counter, the permits'
+ * holder records (HASH, see share-holders.lua).
+ * Args: the token, the lease in ms, the limit N, how long (ms) the counter outlives the leases,
+ * this process's instance id (its holder record).
  * Returns the fence (> 0) when granted (a re-sent grant keeps its place, with a new fence); -(ms until the soonest lease ends) when all N places are
  * taken (0: one ends now); `{limit}` when the holders took the key with another limit.
  */
 export const permitAcquireScript = new LuaScript<
-  readonly [permitsKey: string, limitKey: string, fenceKey: string],
-  readonly [token: string, leaseMs: number, permits: number, fenceRetentionMs: number],
+  readonly [permitsKey: string, limitKey: string, fenceKey: string, holdersKey: string],
+  readonly [
+    token: string,
+    leaseMs: number,
+    permits: number,
+    fenceRetentionMs: number,
+    instanceId: string,
+  ],
   number | [heldLimit: number]
 >(
   'permit-acquire',
   `
-local permitsKey, limitKey, fenceKey = KEYS[1], KEYS[2], KEYS[3]
+local permitsKey, limitKey, fenceKey, holdersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, leaseMs, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local fenceRetentionMs = tonumber(ARGV[4])
-${nowMsLua}${prunePermitsLua('permitsKey')}
+local fenceRetentionMs, instanceId = tonumber(ARGV[4]), ARGV[5]
+${nowMsLua}${prunePermitsLua('permitsKey')}${syncShareHoldersLua('permitsKey', 'holdersKey')}
 local held = redis.call('ZCARD', permitsKey)
 if held > 0 then
   -- Holders that disagree about N would each count against their own limit: refuse instead.
@@ -36,7 +45,7 @@ if held > 0 then
 end
 redis.call('ZADD', permitsKey, string.format('%d', now + leaseMs), token)
 redis.call('SET', limitKey, string.format('%d', permits))
-${nextFenceLua('fenceKey', 'leaseMs + fenceRetentionMs')}${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs')}
+${writeShareHolderLua('holdersKey', 'token', 'instanceId', 'clock')}${nextFenceLua('fenceKey', 'leaseMs + fenceRetentionMs')}${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs', 'holdersKey')}
 return fence
 `,
 );

@@ -1,28 +1,31 @@
 import { LuaScript } from './lua-script';
 import { nowMsLua, prunePermitsLua } from './permit.lua';
 import type { PublishCommand } from './release.script';
+import { syncShareHoldersLua } from './share-holders.lua';
 
 /**
  * Gives a permit back: removes the token, deletes the semaphore's keys with its last permit, and
  * publishes the token on the release channel so a waiter takes the place at once.
- * Keys: the permits, the limit. Args: the token, the publish command, the release channel (no
+ * Keys: the permits, the limit, the holder records (the permit's goes with it). Args: the token, the publish command, the release channel (no
  * KEY, as in release.script).
  * Returns 1 when our live permit was removed, 0 when it had lapsed or was never there.
  */
 export const permitReleaseScript = new LuaScript<
-  readonly [permitsKey: string, limitKey: string],
+  readonly [permitsKey: string, limitKey: string, holdersKey: string],
   readonly [token: string, publish: PublishCommand, channel: string],
   0 | 1
 >(
   'permit-release',
   `
-local permitsKey, limitKey = KEYS[1], KEYS[2]
+local permitsKey, limitKey, holdersKey = KEYS[1], KEYS[2], KEYS[3]
 local token, publish, channel = ARGV[1], ARGV[2], ARGV[3]
 ${nowMsLua}
 local ends = redis.call('ZSCORE', permitsKey, token)
 redis.call('ZREM', permitsKey, token)
+redis.call('HDEL', holdersKey, token)
 ${prunePermitsLua('permitsKey')}
 if redis.call('ZCARD', permitsKey) == 0 then redis.call('DEL', permitsKey, limitKey) end
+${syncShareHoldersLua('permitsKey', 'holdersKey')}
 -- A lapsed permit was no longer ours: its place may have been taken meanwhile.
 if not ends or tonumber(ends) < now then return 0 end
 redis.call(publish, channel, token)

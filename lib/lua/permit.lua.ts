@@ -19,15 +19,17 @@ redis.call('ZREMRANGEBYSCORE', ${permitsKey}, '-inf', '(' .. string.format('%d',
 `;
 
 /**
- * Makes the sorted set and its limit live exactly as long as the latest lease in it, and the
- * fence counter that long plus `retention` (ms, a Lua expression): nothing outlives its use, and
- * no key is cut short under a holder whose lease runs longer than the one just granted.
+ * Makes the sorted set, its limit and its holder records live exactly as long as the latest lease
+ * in it, and the fence counter that long plus `retention` (ms, a Lua expression): nothing outlives
+ * its use, and no key is cut short under a holder whose lease runs longer than the one just
+ * granted.
  */
 export const coverLeasesLua = (
   permitsKey: string,
   limitKey: string,
   fenceKey: string,
   retention: string,
+  holdersKey: string,
 ): string => `
 do
   local last = redis.call('ZRANGE', ${permitsKey}, -1, -1, 'WITHSCORES')
@@ -35,6 +37,7 @@ do
     local left = math.max(1, tonumber(last[2]) - now)
     redis.call('PEXPIRE', ${permitsKey}, string.format('%d', left))
     redis.call('PEXPIRE', ${limitKey}, string.format('%d', left))
+    redis.call('PEXPIRE', ${holdersKey}, string.format('%d', left))
     redis.call('PEXPIRE', ${fenceKey}, string.format('%d', left + ${retention}))
   end
 end

@@ -1,5 +1,6 @@
 import { LuaScript } from './lua-script';
 import { coverLua, readFenceLua } from './read-fence.lua';
+import { syncShareHoldersLua, writeShareHolderLua } from './share-holders.lua';
 
 /**
  * A reader's try for its share of a read-write lock, in one round trip. Refused while a writer
@@ -8,8 +9,9 @@ import { coverLua, readFenceLua } from './read-fence.lua';
  * readers (scored with its lease end on Redis' clock), lapsed shares of crashed readers are
  * dropped on the way, and the readers key lives at least as long as the new lease.
  * Keys: the lock (the writer's lease), the readers, the writers waiting, fair mode's queue, the
- * fence counter (all in one hash slot).
- * Args: the token, the lease in ms, how long (ms) the fence counter outlives the lease.
+ * fence counter, the readers' holder records (all in one hash slot).
+ * Args: the token, the lease in ms, how long (ms) the fence counter outlives the lease, this
+ * process's instance id (its holder record, with the readers' TTL, for inspection).
  * Returns the fence counter as it stands (> 0: see readFenceLua) when granted, or -(ms until
  * another try is worth it) when refused: the writer's lease left, or when the waiting writer's
  * entry would lapse, or the queue's.
@@ -21,14 +23,17 @@ export const readAcquireScript = new LuaScript<
     writersWaitingKey: string,
     queueKey: string,
     fenceKey: string,
+    holdersKey: string,
   ],
-  readonly [token: string, leaseMs: number, fenceRetentionMs: number],
+  readonly [token: string, leaseMs: number, fenceRetentionMs: number, instanceId: string],
   number
 >(
   'read-acquire',
   `
 local lockKey, readersKey, waitingKey, queueKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local holdersKey = KEYS[6]
 local token, leaseMs, fenceRetentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local instanceId = ARGV[4]
 local clock = redis.call('TIME')
 local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
 local mine = redis.call('ZSCORE', readersKey, token)
@@ -48,9 +53,9 @@ if not (mine and tonumber(mine) > now) then
     return -math.max(1, redis.call('PTTL', queueKey))
   end
   redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
-end
+${syncShareHoldersLua('readersKey', 'holdersKey')}end
 redis.call('ZADD', readersKey, now + leaseMs, token)
-${coverLua('readersKey', 'leaseMs')}${readFenceLua('fenceKey', 'clock', 'leaseMs + fenceRetentionMs')}
+${writeShareHolderLua('holdersKey', 'token', 'instanceId', 'clock')}${coverLua('readersKey', 'leaseMs')}${coverLua('holdersKey', 'leaseMs')}${readFenceLua('fenceKey', 'clock', 'leaseMs + fenceRetentionMs')}
 return fence
 `,
 );

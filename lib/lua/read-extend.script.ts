@@ -4,18 +4,19 @@ import { coverLua, readFenceLua } from './read-fence.lua';
 /**
  * Compare-and-pexpire of a reader's share: renews it only while it is still there and has not
  * lapsed (a lapsed share may already have let a writer in: it is dropped, and counts as lost).
- * Keys: the readers, the fence counter. Args: the token, the new lease in ms (from now, Redis'
+ * Keys: the readers, the fence counter, the readers' holder records (a lapsed share's goes, and
+ * they live as long as the readers). Args: the token, the new lease in ms (from now, Redis'
  * clock), how long (ms) the fence counter outlives the lease.
  * Returns 1 when renewed, 0 when the share is gone or lapsed.
  */
 export const readExtendScript = new LuaScript<
-  readonly [readersKey: string, fenceKey: string],
+  readonly [readersKey: string, fenceKey: string, holdersKey: string],
   readonly [token: string, leaseMs: number, fenceRetentionMs: number],
   0 | 1
 >(
   'read-extend',
   `
-local readersKey, fenceKey = KEYS[1], KEYS[2]
+local readersKey, fenceKey, holdersKey = KEYS[1], KEYS[2], KEYS[3]
 local token, leaseMs, fenceRetentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local clock = redis.call('TIME')
 local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
@@ -23,10 +24,11 @@ local score = redis.call('ZSCORE', readersKey, token)
 if not score then return 0 end
 if tonumber(score) <= now then
   redis.call('ZREM', readersKey, token)
+  redis.call('HDEL', holdersKey, token)
   return 0
 end
 redis.call('ZADD', readersKey, now + leaseMs, token)
-${coverLua('readersKey', 'leaseMs')}${readFenceLua('fenceKey', 'clock', 'leaseMs + fenceRetentionMs')}
+${coverLua('readersKey', 'leaseMs')}${coverLua('holdersKey', 'leaseMs')}${readFenceLua('fenceKey', 'clock', 'leaseMs + fenceRetentionMs')}
 return 1
 `,
 );

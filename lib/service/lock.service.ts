@@ -129,16 +129,21 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     return runLocked(this, key, { ...options, onBusy: 'throw' }, run);
   }
 
-  /** Whether anyone holds `key` right now. */
+  /**
+   * Whether anyone holds `key` right now, in any way: a mutex or writer, a reader's share, a
+   * semaphore permit — the same answer as `inspect(key).held`, from the same one script.
+   */
   async isLocked(key: string): Promise<boolean> {
     assertLockKey(key, this.options.maxKeyLength);
     return this.engine.inspection.isLocked(key);
   }
 
   /**
-   * Deletes `key`'s lock whoever holds it, and wakes its waiters: for operators un-sticking a
-   * lock. The holder finds out at its next renewal (its signal aborts). Resolves whether a lock
-   * was deleted.
+   * Removes every holder of `key` whoever holds it — the mutex or writer, every reader's share,
+   * every semaphore permit, in one atomic step — and wakes its waiters as a release does: for
+   * operators un-sticking a lock. Fence counters stay (fences keep increasing) and fair queues
+   * keep their order. Each holder finds out at its next renewal (its signal aborts with
+   * `LockLostError`, and a `'lost'` event). Resolves whether anything was removed.
    */
   async forceRelease(key: string): Promise<boolean> {
     assertLockKey(key, this.options.maxKeyLength);
@@ -146,8 +151,9 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * Deletes `key`'s lock whoever holds it, as {@link forceRelease}, in one atomic step, and
-   * resolves what it deleted — the holder's fence and who held it — or null when nobody held it.
+   * Removes every holder of `key` whoever holds it, as {@link forceRelease}, in one atomic step,
+   * and resolves what it removed — its `kind`, the fence, and who held it (`holder` of a mutex,
+   * `holders` of readers or permits) — or null when nobody held it.
    */
   async evict(key: string): Promise<EvictedLock | null> {
     assertLockKey(key, this.options.maxKeyLength);
@@ -155,13 +161,16 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * Reads `key`'s lock without touching it: whether it is held, the lease left, the fence, who
-   * holds it (`instanceId`, since when) and in fair mode who queues. One atomic read; on Redlock
-   * a lock is held only where a quorum of nodes agree.
+   * Reads `key`'s lock without touching it, whatever its kind: whether it is held, the `kind`
+   * (`'exclusive'`, `'read'` or `'semaphore'`), the lease left, the fence, and who holds it — the
+   * mutex's `holder` (`instanceId`, since when), a read lock's `readers` (count, holders, writers
+   * waiting), a semaphore's `semaphore` (limit, count, holders, fence) — and in fair mode who
+   * queues. One atomic read of every kind on the key; on Redlock (exclusive locks only) a lock is
+   * held only where a quorum of nodes agree.
    *
    * @example
    * ```ts
-   * const { held, holder, ttlMs } = await locks.inspect('nightly-job');
+   * const { held, kind, holder, readers, semaphore } = await locks.inspect('nightly-job');
    * ```
    */
   async inspect(key: string): Promise<LockInfo> {
@@ -170,8 +179,9 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * One page of the locks held under the prefix (SCAN; every primary of a Cluster), about `count`
-   * (default 100) of them, each as {@link inspect} reads it. Pass the page's `cursor` back for the
+   * One page of the locks held under the prefix, of every kind (SCAN; every primary of a
+   * Cluster), about `count` (default 100) of them, each as {@link inspect} reads it for its kind
+   * (a mutex and a semaphore on one key are two entries). Pass the page's `cursor` back for the
    * next page; none means done. A lock held throughout is listed; one taken or freed meanwhile
    * may or may not be.
    *
@@ -180,7 +190,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    * let cursor: string | undefined;
    * do {
    *   const page = await locks.list({ cursor });
-   *   page.locks.forEach((lock) => console.log(lock.key, lock.holder?.instanceId));
+   *   page.locks.forEach((lock) => console.log(lock.key, lock.kind, lock.holder?.instanceId));
    *   cursor = page.cursor;
    * } while (cursor);
    * ```
@@ -230,9 +240,9 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * Nest runs this after every `onModuleDestroy`, before the HTTP server stops and before any
-   * `onApplicationShutdown` (where clients such as TypeORM's close): held locks are drained here,
-   * while the work holding them can still use those clients. Called by Nest, not by you.
+   * Nest runs this after every `onModuleDestroy`, before the HTTP server stops and any
+   * `onApplicationShutdown` (where clients such as TypeORM's close): held locks drain here, while
+   * their work can still use those clients. Called by Nest, not by you.
    */
   beforeApplicationShutdown(): Promise<void> {
     return this.engine.drain();

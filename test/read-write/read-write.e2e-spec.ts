@@ -170,8 +170,8 @@ describe('re-sent commands', () => {
     const grant = () =>
       readAcquireScript.run(
         redis,
-        [keys.lock, keys.readers, keys.writersWaiting, keys.queue, keys.fence],
-        ['reader-token', 2_000, 60_000],
+        [keys.lock, keys.readers, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+        ['reader-token', 2_000, 60_000, 'resending-reader'],
       );
     const fence = await grant();
     expect(fence).toBeGreaterThan(0);
@@ -297,7 +297,9 @@ describe('key footprint', () => {
     await waitFor(async () => (await redis.exists(`${prefix}{doc:60}:writers-waiting`)) === 1);
     const names = await namesOf('doc:60');
     expect(names).toEqual(
-      [':fence', ':readers', ':writers-waiting'].map((s) => `${prefix}{doc:60}${s}`),
+      [':fence', ':readers', ':readers:holders', ':writers-waiting'].map(
+        (s) => `${prefix}{doc:60}${s}`,
+      ),
     );
     for (const name of names) expect(await redis.pttl(name)).toBeGreaterThan(0);
     await reader.release();

@@ -55,8 +55,16 @@ async function queueVanishedWaiter(key: string, token: string, lifetime: number)
   const keys = lockRedisKeys(prefix, key, { type: 'permit', permits: PERMITS });
   const reply = await fairPermitAcquireScript.run(
     redis,
-    [keys.lock, permitLimitKey(keys), keys.fence, keys.queue, keys.waiters],
-    [token, 30_000, PERMITS, '1', lifetime, 60_000],
+    [
+      keys.lock,
+      permitLimitKey(keys),
+      keys.fence,
+      keys.queue,
+      keys.waiters,
+      keys.waiterIds,
+      keys.permitHolders,
+    ],
+    [token, 30_000, PERMITS, '1', lifetime, 60_000, 'vanished-waiter'],
   );
   expect(Array.isArray(reply) && reply.length === 2).toBe(true); // busy, queued
 }
@@ -243,7 +251,9 @@ describe('the limit and the keys', () => {
     const afterHandOff = await ttls('ttl');
     await Promise.all([lock.release(), held[1]!.release()]);
     const afterRelease = await ttls('ttl');
-    const names = ['', ':limit', ':fence', ':queue', ':waiters'].map((s) => permitsKey('ttl') + s);
+    const names = ['', ':limit', ':fence', ':holders', ':queue', ':waiters', ':waiter-ids'].map(
+      (s) => permitsKey('ttl') + s,
+    );
     expect(Object.keys(whileQueued).sort()).toEqual([...names].sort());
     for (const pttl of Object.values({ ...whileQueued, ...afterHandOff, ...afterRelease })) {
       expect(pttl).toBeGreaterThan(0);

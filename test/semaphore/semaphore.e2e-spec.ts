@@ -219,13 +219,15 @@ describe('keys', () => {
     const afterExtend = await ttls('ttl');
     await Promise.all(held.map((lock) => lock.release()));
     const afterRelease = await ttls('ttl');
-    const names = [permitsKey('ttl'), `${permitsKey('ttl')}:limit`, `${permitsKey('ttl')}:fence`];
+    const names = ['', ':limit', ':fence', ':holders'].map((s) => permitsKey('ttl') + s);
     expect(Object.keys(whileHeld).sort()).toEqual([...names].sort());
     for (const pttl of Object.values({ ...whileHeld, ...afterExtend, ...afterRelease })) {
       expect(pttl).toBeGreaterThan(0);
     }
     // The sorted set follows its latest lease; the counter outlives it by fenceRetention.
     expect(afterExtend[permitsKey('ttl')]).toBeGreaterThan(20_000);
+    // The holder records live exactly as long as the set (the same PEXPIRE, the same script).
+    expect(afterExtend[`${permitsKey('ttl')}:holders`]).toBeGreaterThan(20_000);
     expect(afterExtend[`${permitsKey('ttl')}:fence`]).toBeGreaterThan(30_000);
     expect(Object.keys(afterRelease)).toEqual([`${permitsKey('ttl')}:fence`]);
     await redis.del(`${permitsKey('ttl')}:fence`);
@@ -251,15 +253,22 @@ describe('keys', () => {
     expect(now() - released).toBeLessThan(ttl + fenceRetention + 2_000);
   });
 
-  it('lets operators count and remove a semaphore’s permits through the backend, and refuses inspect', async () => {
+  it('lets operators count, inspect and remove a semaphore’s permits through the backend', async () => {
     const locks = services.create({ ttl: 5_000 });
     const backend = new RedisBackend({ client: redis, owned: false }, 1_000, 1_000);
     const keys = lockRedisKeys(prefix, 'admin', { type: 'permit', permits: 2 });
     expect(await backend.isLocked(keys)).toBe(false);
     const held = await locks.acquire('admin', { permits: 2 });
     expect(await backend.isLocked(keys)).toBe(true);
-    await expect(backend.inspectRaw(keys)).rejects.toBeInstanceOf(RedisLockConfigError);
-    expect(await backend.evict(keys)).toEqual({ fence: held.fence });
+    expect((await backend.inspectRaw(keys)).semaphore).toMatchObject({
+      limit: 2,
+      fence: held.fence,
+    });
+    expect(await backend.evict(keys)).toEqual({
+      kind: 'semaphore',
+      fence: held.fence,
+      holders: [expect.objectContaining({ instanceId: expect.any(String) })],
+    });
     expect(await backend.isLocked(keys)).toBe(false);
     expect(await backend.forceRelease(keys)).toBe(false);
     await waitFor(() => held.signal.aborted, 5_000, 50); // found gone at its next renewal
