@@ -40,9 +40,9 @@ it('lists, shows and force-releases, and the holder loses its lock at its next r
 
   const ls = await cli(['ls', '--prefix', prefix]);
   expect(ls).toMatchObject({ code: 0, stderr: '' });
-  expect(ls.stdout).toMatch(/^KEY\s+TTL_MS\s+FENCE\s+HOLDER\s+SINCE\s+WAITERS$/m);
+  expect(ls.stdout).toMatch(/^KEY\s+KIND\s+HOLDERS\s+TTL_MS\s+FENCE\s+HOLDER\s+SINCE\s+WAITERS$/m);
   expect(ls.stdout).toMatch(
-    new RegExp(`^invoice:42\\s+\\d+\\s+${lock.fence}\\s+billing-7\\s`, 'm'),
+    new RegExp(`^invoice:42\\s+exclusive\\s+1\\s+\\d+\\s+${lock.fence}\\s+billing-7\\s`, 'm'),
   );
   expect(ls.stdout).toMatch(/^invoice:43\s/m);
 
@@ -87,6 +87,50 @@ it('lists, shows and force-releases, and the holder loses its lock at its next r
   expect(gone).toMatchObject({ code: 1, stdout: 'invoice:42: not held\n' });
   await other.release();
   await lock.release().catch(() => undefined);
+});
+
+it('lists and shows read locks and semaphores with their kind, holder count and holders, and releases them', async () => {
+  const app = services.create({ instanceId: 'reporting-3', ttl: 5_000 });
+  const readers = [
+    await app.acquire('catalog', { mode: 'read' }),
+    await app.acquire('catalog', { mode: 'read' }),
+  ];
+  const permits = await Promise.all([1, 2, 3].map(() => app.acquire('exports', { permits: 4 })));
+
+  const ls = await cli(['ls', '--prefix', prefix]);
+  expect(ls).toMatchObject({ code: 0, stderr: '' });
+  expect(ls.stdout).toMatch(/^catalog\s+read\s+2\s+\d+\s+\d+\s+reporting-3\s/m);
+  expect(ls.stdout).toMatch(/^exports\s+semaphore\s+3\/4\s+\d+\s+\d+\s+reporting-3\s/m);
+
+  const showRead = await cli(['show', 'catalog', '--prefix', prefix]);
+  expect(showRead.code).toBe(0);
+  expect(showRead.stdout).toContain('kind:    read');
+  expect(showRead.stdout).toMatch(/^readers: 2 \(writers waiting: 0\)$/m);
+  expect(showRead.stdout.match(/^ {2}\d\. reporting-3 since \S+ \(ttl \d+ ms\)$/gm)).toHaveLength(
+    2,
+  );
+
+  const showSemaphore = await cli(['show', 'exports', '--prefix', prefix]);
+  expect(showSemaphore.stdout).toContain('kind:    semaphore');
+  expect(showSemaphore.stdout).toMatch(/^permits: 3 of 4 held$/m);
+  expect(showSemaphore.stdout.match(/^ {2}\d\. reporting-3 since /gm)).toHaveLength(3);
+  const json = JSON.parse((await cli(['show', 'exports', '--prefix', prefix, '--json'])).stdout);
+  expect(json).toMatchObject({ kind: 'semaphore', semaphore: { permits: 4, count: 3 } });
+
+  const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  try {
+    const released = await cli(['release', 'exports', '--force', '--prefix', prefix]);
+    expect(released).toMatchObject({ code: 0, stderr: '' });
+    expect(released.stdout.trim()).toMatch(
+      /^Released exports: semaphore, 3 holder\(s\) \(reporting-3, reporting-3, reporting-3\), fence \d+\.$/,
+    );
+    const releasedReaders = await cli(['release', 'catalog', '--force', '--prefix', prefix]);
+    expect(releasedReaders.stdout).toMatch(/^Released catalog: read, 2 holder\(s\)/);
+    await waitFor(() => [...readers, ...permits].every((held) => held.signal.aborted), 5_000, 10);
+  } finally {
+    warn.mockRestore();
+  }
+  expect((await cli(['ls', '--prefix', prefix])).stdout.trim()).toBe('No locks held.');
 });
 
 it('answers usage errors with 2, an unreachable Redis with 3, and --help with 0', async () => {

@@ -21,10 +21,13 @@ export const EXIT = { ok: 0, notHeld: 1, usage: 2, redis: 3 } as const;
 export const USAGE = `Usage: nestjs-redis-lock <command> [options]
 
 Commands:
-  ls                      list the locks held under the prefix
-  show <key>              show one lock: ttl, fence, holder (instance id, since), fair waiters
-  release <key> --force   delete the lock whoever holds it; prints the holder and fence removed
-                          (the holder sees the loss at its next renewal: its signal aborts)
+  ls                      list the locks held under the prefix, of every kind: mutexes
+                          (exclusive), read locks (read), semaphores (semaphore), with
+                          their holder count
+  show <key>              show one lock: kind, ttl, fence, holder (instance id, since) — or
+                          the readers, or the permits held and their holders — fair waiters
+  release <key> --force   remove every holder of the key, of every kind; prints what it
+                          removed (holders see the loss at their next renewal: signals abort)
 
 Options:
   --prefix <prefix>  the key prefix (default "${DEFAULT_OPTIONS.prefix}", the library's default)

@@ -1,9 +1,41 @@
-import type { EvictedLock, ListedLock, LockHolderInfo, LockInfo } from '../backends/lock-info';
+import type {
+  EvictedLock,
+  LeaseHolderInfo,
+  ListedLock,
+  LockHolderInfo,
+  LockInfo,
+} from '../backends/lock-info';
 
 /** `host:123 since 2026-12-01T08:50:00.000Z`, or a note when the grant wrote no record. */
 function holderText(holder: LockHolderInfo | undefined): string {
   if (!holder) return '(unknown: taken by a version without holder records)';
   return `${holder.instanceId} since ${new Date(holder.since).toISOString()}`;
+}
+
+/** The holders of a read lock's shares or a semaphore's permits, one a line, numbered. */
+function holderLines(holders: readonly LeaseHolderInfo[], count: number): string[] {
+  const lines = holders.map(
+    (holder, i) => `  ${i + 1}. ${holderText(holder)} (ttl ${holder.ttlMs} ms)`,
+  );
+  const unknown = count - holders.length;
+  if (unknown > 0) lines.push(`  … ${unknown} more taken by a version without holder records`);
+  return lines;
+}
+
+/** The lines of what only `info`'s kind has: the holder, the readers, or the permits. */
+function kindLines(info: LockInfo): string[] {
+  if (info.readers) {
+    const { count, holders, writersWaiting } = info.readers;
+    return [
+      `readers: ${count} (writers waiting: ${writersWaiting})`,
+      ...holderLines(holders, count),
+    ];
+  }
+  if (info.semaphore) {
+    const { count, permits, holders } = info.semaphore;
+    return [`permits: ${count} of ${permits} held`, ...holderLines(holders, count)];
+  }
+  return [`holder:  ${holderText(info.holder)}`];
 }
 
 /** One lock, one field a line. */
@@ -14,9 +46,10 @@ export function formatInfo(key: string, info: LockInfo): string {
   }
   const lines = [
     `key:     ${key}`,
+    `kind:    ${info.kind}`,
     `ttl:     ${info.ttlMs} ms`,
     `fence:   ${info.fence}`,
-    `holder:  ${holderText(info.holder)}`,
+    ...kindLines(info),
   ];
   const waiters = info.waiters ?? [];
   lines.push(`waiters: ${waiters.length}`);
@@ -27,17 +60,38 @@ export function formatInfo(key: string, info: LockInfo): string {
   return lines.join('\n');
 }
 
-/** A table: key, ttl, fence, holder, since, waiters. */
+/** Every holder record of a lock, whatever its kind. */
+function holdersOf(lock: LockInfo): LockHolderInfo[] {
+  if (lock.readers) return lock.readers.holders;
+  if (lock.semaphore) return lock.semaphore.holders;
+  return lock.holder ? [lock.holder] : [];
+}
+
+/** HOLDERS: 1 for a mutex, the readers for a read lock, `held/limit` for a semaphore. */
+function holderCount(lock: LockInfo): string {
+  if (lock.readers) return String(lock.readers.count);
+  if (lock.semaphore) return `${lock.semaphore.count}/${lock.semaphore.permits}`;
+  return '1';
+}
+
+/**
+ * A table: key, kind, holder count, ttl, fence, holder (the instance ids holding it, each once),
+ * since (the earliest grant among them), waiters.
+ */
 export function formatListing(locks: readonly ListedLock[]): string {
   if (locks.length === 0) return 'No locks held.';
-  const rows = [['KEY', 'TTL_MS', 'FENCE', 'HOLDER', 'SINCE', 'WAITERS']];
+  const rows = [['KEY', 'KIND', 'HOLDERS', 'TTL_MS', 'FENCE', 'HOLDER', 'SINCE', 'WAITERS']];
   for (const lock of locks) {
+    const holders = holdersOf(lock);
+    const since = Math.min(...holders.map((holder) => holder.since));
     rows.push([
       lock.key,
+      lock.kind ?? '',
+      holderCount(lock),
       String(lock.ttlMs ?? ''),
       String(lock.fence ?? ''),
-      lock.holder?.instanceId ?? '-',
-      lock.holder ? new Date(lock.holder.since).toISOString() : '-',
+      holders.length > 0 ? [...new Set(holders.map((h) => h.instanceId))].join(',') : '-',
+      holders.length > 0 ? new Date(since).toISOString() : '-',
       String(lock.waiters?.length ?? 0),
     ]);
   }
@@ -55,5 +109,13 @@ export function formatListing(locks: readonly ListedLock[]): string {
 /** What `release --force` removed. */
 export function formatEvicted(key: string, evicted: EvictedLock | null): string {
   if (!evicted) return `${key}: not held, nothing removed.`;
-  return `Released ${key}: holder ${holderText(evicted.holder)}, fence ${evicted.fence}.`;
+  if (evicted.kind === 'exclusive') {
+    return `Released ${key}: holder ${holderText(evicted.holder)}, fence ${evicted.fence}.`;
+  }
+  const holders = evicted.holders ?? [];
+  const ids = holders.map((holder) => holder.instanceId).join(', ');
+  return (
+    `Released ${key}: ${evicted.kind}, ${holders.length} holder(s) (${ids}), ` +
+    `fence ${evicted.fence}.`
+  );
 }
