@@ -8,8 +8,10 @@
  */
 import { Logger } from '@nestjs/common';
 import { LockLostError, type LockHandle, type LockService } from 'nestjs-redis-lock';
-import { onSharedRedis } from './support/lock-services';
+import { lockServices, onSharedRedis } from './support/lock-services';
 import { now, sleep, waitFor } from './support/time';
+import { startCluster, type RedisClusterTopology } from './support/topologies';
+import { uniquePrefix } from './support/unique-prefix';
 
 const { prefix, redis, keyOf, services } = onSharedRedis('inspect-kinds');
 
@@ -299,5 +301,57 @@ describe('list()', () => {
     await Promise.all([exclusive, ...readers, ...permits].map((lock) => lock.release()));
     // Control: nothing held, nothing listed.
     expect(await listAll(lister)).toEqual([]);
+  });
+});
+
+describe('on a Cluster (3 primaries)', () => {
+  const services = lockServices({ prefix: uniquePrefix('inspect-kinds-cluster') });
+  let topology: RedisClusterTopology;
+
+  beforeAll(async () => {
+    topology = await startCluster({ primaries: 3, replicasPerPrimary: 0 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await services.closeAll();
+    await topology?.stop();
+  });
+
+  it('lists readers and permits of every primary, and inspects and evicts each kind without CROSSSLOT', async () => {
+    const cluster = { nodes: topology.startupNodes };
+    const locks = services.create({ cluster, fair: true, instanceId: 'sharded', ttl: 900 });
+    const names = Array.from({ length: 8 }, (_, i) => `shard:${i}`);
+    const readers = await Promise.all(
+      names.map((name) => locks.acquire(`r:${name}`, { mode: 'read' })),
+    );
+    const permits = await Promise.all(
+      names.map((name) => locks.acquire(`p:${name}`, { permits: 2 })),
+    );
+    const listed = await listAll(services.create({ cluster }));
+    const kinds = new Map(listed.map((lock) => [lock.key, lock.kind]));
+    expect(kinds.size).toBe(16);
+    for (const name of names) {
+      expect([kinds.get(`r:${name}`), kinds.get(`p:${name}`)]).toEqual(['read', 'semaphore']);
+    }
+    expect((await locks.inspect('r:shard:3')).readers).toMatchObject({
+      count: 1,
+      holders: [holderOf('sharded')],
+    });
+    expect((await locks.inspect('p:shard:5')).semaphore).toMatchObject({
+      permits: 2,
+      count: 1,
+      holders: [holderOf('sharded')],
+    });
+    await quietly(async () => {
+      expect(await locks.evict('r:shard:3')).toMatchObject({ kind: 'read' });
+      expect(await locks.evict('p:shard:5')).toMatchObject({ kind: 'semaphore' });
+      expect([await locks.isLocked('r:shard:3'), await locks.isLocked('p:shard:5')]).toEqual([
+        false,
+        false,
+      ]);
+      await waitFor(() => readers[3]!.signal.aborted && permits[5]!.signal.aborted, 2_000, 10);
+      await Promise.all([...readers, ...permits].map((lock) => lock.release()));
+    });
+    expect(await listAll(locks)).toEqual([]);
   });
 });
