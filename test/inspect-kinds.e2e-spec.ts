@@ -177,6 +177,56 @@ describe('a semaphore', () => {
   });
 });
 
+describe('holder records of lapsed holders', () => {
+  it('are dropped with the lapsed share or permit, also after a writer pruned the share', async () => {
+    const crashed = services.create({ instanceId: 'crashed', ttl: 200 });
+    const live = services.create({ instanceId: 'alive', ttl: 5_000 });
+    const holders = (key: string, kind: 'readers' | 'permits') =>
+      redis.hkeys(`${keyOf(key)}:${kind}:holders`);
+    // A reader that stops renewing (as a crashed one) beside a live one: the next reader's grant
+    // drops its lapsed share and its record together.
+    await crashed.acquire('pruned-read', { mode: 'read', renew: false });
+    const first = await live.acquire('pruned-read', { mode: 'read' });
+    await sleep(300);
+    expect(await holders('pruned-read', 'readers')).toHaveLength(2); // control: not yet dropped
+    expect((await live.inspect('pruned-read')).readers?.holders).toEqual([holderOf('alive')]);
+    const next = await live.acquire('pruned-read', { mode: 'read' });
+    expect(await redis.hvals(`${keyOf('pruned-read')}:readers:holders`)).toEqual([
+      expect.stringMatching(/ alive$/),
+      expect.stringMatching(/ alive$/),
+    ]);
+    await Promise.all([first.release(), next.release()]);
+    // Pruned by a writer's try (whose script does not name the records: refused by the live
+    // reader, it drops the lapsed share on the way): the next reader's grant drops the record.
+    await crashed.acquire('writer-pruned', { mode: 'read', renew: false });
+    const reading = await live.acquire('writer-pruned', { mode: 'read' });
+    await sleep(300);
+    expect(await live.tryAcquire('writer-pruned', { mode: 'write' })).toBeNull();
+    expect(await redis.zcard(`${keyOf('writer-pruned')}:readers`)).toBe(1);
+    expect(await holders('writer-pruned', 'readers')).toHaveLength(2); // control: left behind
+    const after = await live.acquire('writer-pruned', { mode: 'read' });
+    expect(await holders('writer-pruned', 'readers')).toHaveLength(2);
+    expect((await live.inspect('writer-pruned')).readers?.holders).toEqual([
+      holderOf('alive'),
+      holderOf('alive'),
+    ]);
+    await Promise.all([reading.release(), after.release()]);
+    // A permit that lapses, pruned by the next permit's grant.
+    await crashed.acquire('pruned-permit', { permits: 2, renew: false });
+    const kept = await live.acquire('pruned-permit', { permits: 2 });
+    expect(await holders('pruned-permit', 'permits')).toHaveLength(2); // control: both there
+    await sleep(300);
+    const again = await live.acquire('pruned-permit', { permits: 2 });
+    expect(await holders('pruned-permit', 'permits')).toHaveLength(2);
+    expect((await live.inspect('pruned-permit')).semaphore?.holders).toEqual([
+      holderOf('alive'),
+      holderOf('alive'),
+    ]);
+    await Promise.all([kept.release(), again.release()]);
+    expect(await redis.exists(`${keyOf('pruned-permit')}:permits:holders`)).toBe(0);
+  });
+});
+
 describe('a forced release', () => {
   it('removes every reader at once: their signals abort at the next renewal and the waiting writer gets in', async () => {
     const ttl = 900;

@@ -6,6 +6,8 @@
 // build and the B/A ratios per repetition, with the spread. Build each with
 // `npx tsc -p tsconfig.build.json --outDir <dir>`.
 // AB_KEYS=2 locks two keys per call (`acquire([a, b])`) instead of one.
+// AB_ACQUIRE: JSON of the options of every acquire call, e.g. '{"mode":"read"}' (a reader's share)
+// or '{"permits":3}' (a semaphore permit), to measure another lease kind.
 // AB_OPTIONS_A / AB_OPTIONS_B: JSON of LockService options for one side, e.g. '{"fair":true}' — to
 // compare two modes of one build (give the same dir twice).
 'use strict';
@@ -27,6 +29,7 @@ const KEYS = Number(process.env.AB_KEYS ?? 1);
 const target = (name) =>
   KEYS === 1 ? name : Array.from({ length: KEYS }, (_, i) => `${name}:${i}`);
 const sideOptions = (name) => JSON.parse(process.env[name] || '{}');
+const ACQUIRE = JSON.parse(process.env.AB_ACQUIRE || '{}');
 const OPTIONS = [sideOptions('AB_OPTIONS_A'), sideOptions('AB_OPTIONS_B')];
 
 /** INFO commandstats as { command: { calls, usec } }. */
@@ -62,7 +65,7 @@ async function s1(locks, tag) {
   const cpu = process.cpuUsage();
   const start = performance.now();
   for (let i = 0; i < S1_OPS; i++) {
-    const lock = await locks.acquire(target(`${tag}:${i}`));
+    const lock = await locks.acquire(target(`${tag}:${i}`), ACQUIRE);
     await lock.release();
   }
   const ms = performance.now() - start;
@@ -75,7 +78,7 @@ async function s2(locks, tag) {
   const end = performance.now() + S2_MS;
   const loop = async (n) => {
     for (let i = 0; performance.now() < end; i++) {
-      const lock = await locks.acquire(target(`${tag}:${n}:${i}`));
+      const lock = await locks.acquire(target(`${tag}:${n}:${i}`), ACQUIRE);
       await lock.release();
       ops++;
     }

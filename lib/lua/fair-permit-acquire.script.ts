@@ -2,7 +2,7 @@ import { dropWaiterLua, waitersAheadLua } from './fair-permit.lua';
 import { nextFenceLua } from './fence.lua';
 import { LuaScript } from './lua-script';
 import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
-import { syncShareHoldersLua, writeShareHolderLua } from './share-holders.lua';
+import { syncPermitHoldersLua, writeShareHolderLua } from './share-holders.lua';
 
 /**
  * Fair mode's try for a permit of a semaphore: first come, first served. A free place goes to a
@@ -48,7 +48,7 @@ local waiterIdsKey, holdersKey = KEYS[6], KEYS[7]
 local token, leaseMs, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local queueIfBusy, entryLifetimeMs = ARGV[4], tonumber(ARGV[5])
 local fenceRetentionMs, instanceId = tonumber(ARGV[6]), ARGV[7]
-${nowMsLua}${prunePermitsLua('permitsKey')}${syncShareHoldersLua('permitsKey', 'holdersKey')}
+${nowMsLua}${prunePermitsLua('permitsKey')}${syncPermitHoldersLua('permitsKey', 'holdersKey')}
 local held = redis.call('ZCARD', permitsKey)
 if held > 0 then
   -- Holders that disagree about N would each count against their own limit: refuse instead.

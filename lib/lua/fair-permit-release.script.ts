@@ -3,7 +3,7 @@ import { nextFenceLua } from './fence.lua';
 import { LuaScript } from './lua-script';
 import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
 import type { PublishCommand } from './release.script';
-import { syncShareHoldersLua, writeShareHolderLua } from './share-holders.lua';
+import { syncPermitHoldersLua, writeShareHolderLua } from './share-holders.lua';
 
 /**
  * Fair mode's release of a permit, also run by a waiter that leaves the queue: drops `token`'s
@@ -42,7 +42,7 @@ ${nowMsLua}
 local ends = redis.call('ZSCORE', permitsKey, token)
 redis.call('ZREM', permitsKey, token)
 redis.call('HDEL', holdersKey, token)
-${dropWaiterLua('token')}${prunePermitsLua('permitsKey')}${syncShareHoldersLua('permitsKey', 'holdersKey')}
+${dropWaiterLua('token')}${prunePermitsLua('permitsKey')}${syncPermitHoldersLua('permitsKey', 'holdersKey')}
 -- A lapsed permit was no longer ours: its place may have been taken meanwhile.
 local released = ends ~= false and tonumber(ends) >= now
 local held = redis.call('ZCARD', permitsKey)

@@ -1,7 +1,7 @@
 import { nextFenceLua } from './fence.lua';
 import { LuaScript } from './lua-script';
 import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
-import { syncShareHoldersLua, writeShareHolderLua } from './share-holders.lua';
+import { syncPermitHoldersLua, writeShareHolderLua } from './share-holders.lua';
 
 /**
  * One try for a permit of a semaphore, in one atomic step: drops lapsed permits, refuses a limit
@@ -29,7 +29,7 @@ export const permitAcquireScript = new LuaScript<
 local permitsKey, limitKey, fenceKey, holdersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, leaseMs, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local fenceRetentionMs, instanceId = tonumber(ARGV[4]), ARGV[5]
-${nowMsLua}${prunePermitsLua('permitsKey')}${syncShareHoldersLua('permitsKey', 'holdersKey')}
+${nowMsLua}${prunePermitsLua('permitsKey')}${syncPermitHoldersLua('permitsKey', 'holdersKey')}
 local held = redis.call('ZCARD', permitsKey)
 if held > 0 then
   -- Holders that disagree about N would each count against their own limit: refuse instead.

@@ -1,7 +1,7 @@
 import { LuaScript } from './lua-script';
 import { nowMsLua, prunePermitsLua } from './permit.lua';
 import type { PublishCommand } from './release.script';
-import { syncShareHoldersLua } from './share-holders.lua';
+import { syncPermitHoldersLua } from './share-holders.lua';
 
 /**
  * Gives a permit back: removes the token, deletes the semaphore's keys with its last permit, and
@@ -24,8 +24,10 @@ local ends = redis.call('ZSCORE', permitsKey, token)
 redis.call('ZREM', permitsKey, token)
 redis.call('HDEL', holdersKey, token)
 ${prunePermitsLua('permitsKey')}
-if redis.call('ZCARD', permitsKey) == 0 then redis.call('DEL', permitsKey, limitKey) end
-${syncShareHoldersLua('permitsKey', 'holdersKey')}
+if redis.call('ZCARD', permitsKey) == 0 then
+  redis.call('DEL', permitsKey, limitKey, holdersKey)
+else
+${syncPermitHoldersLua('permitsKey', 'holdersKey')}end
 -- A lapsed permit was no longer ours: its place may have been taken meanwhile.
 if not ends or tonumber(ends) < now then return 0 end
 redis.call(publish, channel, token)

@@ -13,9 +13,10 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 /**
  * Drops the permits whose lease ended: a member lives through the ms its lease ends in (as a key
  * whose PTTL reached 0), and is gone after it — so a crashed holder's place frees within its ttl.
+ * Sets `pruned` to how many it dropped (their holder records go only then: see share-holders.lua).
  */
 export const prunePermitsLua = (permitsKey: string): string => `
-redis.call('ZREMRANGEBYSCORE', ${permitsKey}, '-inf', '(' .. string.format('%d', now))
+local pruned = redis.call('ZREMRANGEBYSCORE', ${permitsKey}, '-inf', '(' .. string.format('%d', now))
 `;
 
 /**

@@ -1,14 +1,13 @@
 import { LuaScript } from './lua-script';
 import type { PublishCommand } from './release.script';
-import { syncShareHoldersLua } from './share-holders.lua';
 
 /**
  * A reader gives back its share: compare-and-remove of its token. When no live reader is left it
  * publishes on the lock's channel, so writers waiting for the readers wake at once (a release
  * that leaves other readers wakes nobody: no writer could get in yet). The message,
  * `wake-all:<token>`, wakes every waiter of the lock in each process, not one.
- * Keys: the readers, their holder records (the share's goes with it, lapsed shares' with them,
- * the hash with the last share). Args: the token, the publish command, the release channel (no KEY: see
+ * Keys: the readers, their holder records (the share's goes with it, the hash with the last
+ * share). Args: the token, the publish command, the release channel (no KEY: see
  * release.script).
  * Returns 1 when the share was ours and live, 0 when it was gone or had lapsed.
  */
@@ -28,7 +27,12 @@ if not score then return 0 end
 redis.call('ZREM', readersKey, token)
 redis.call('HDEL', holdersKey, token)
 redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
-${syncShareHoldersLua('readersKey', 'holdersKey')}if redis.call('EXISTS', readersKey) == 0 then redis.call(publish, channel, 'wake-all:' .. token) end
+-- The last share gone: its records go (lapsed ones included); otherwise the next reader's grant
+-- drops those of lapsed shares.
+if redis.call('EXISTS', readersKey) == 0 then
+  redis.call('DEL', holdersKey)
+  redis.call(publish, channel, 'wake-all:' .. token)
+end
 if tonumber(score) <= now then return 0 end
 return 1
 `,

@@ -23,23 +23,28 @@ redis.call('HSETNX', ${holdersKey}, ${token},
 
 /**
  * Brings the records in line with the set after entries left it (lapsed shares or permits that a
- * script dropped, here or in a writer's script, which does not name the hash): with the set gone,
- * the hash goes; with more records than entries, each record without an entry goes. Costs three
- * O(1) reads when they agree, as they do unless a holder crashed.
+ * script dropped, here or — readers — in a writer's script, which does not name the hash): with
+ * more records than entries, each record without an entry goes (all of them when the set is
+ * gone). Costs two O(1) reads when they agree, as they do unless a holder crashed.
  */
 export const syncShareHoldersLua = (setKey: string, holdersKey: string): string => `
-do
-  local entries = redis.call('ZCARD', ${setKey})
-  if entries == 0 then
-    redis.call('DEL', ${holdersKey})
-  elseif redis.call('HLEN', ${holdersKey}) > entries then
-    for _, holderToken in ipairs(redis.call('HKEYS', ${holdersKey})) do
-      if not redis.call('ZSCORE', ${setKey}, holderToken) then
-        redis.call('HDEL', ${holdersKey}, holderToken)
-      end
+if redis.call('HLEN', ${holdersKey}) > redis.call('ZCARD', ${setKey}) then
+  for _, holderToken in ipairs(redis.call('HKEYS', ${holdersKey})) do
+    if not redis.call('ZSCORE', ${setKey}, holderToken) then
+      redis.call('HDEL', ${holdersKey}, holderToken)
     end
   end
 end
+`;
+
+/**
+ * Permits: the same, only when `prunePermitsLua` dropped some (`pruned`). Only the permit scripts
+ * remove permits, each with its record or after this, and the hash expires with the set (the same
+ * PEXPIRE): records cannot drift from the set otherwise.
+ */
+export const syncPermitHoldersLua = (setKey: string, holdersKey: string): string => `
+if pruned > 0 then
+${syncShareHoldersLua(setKey, holdersKey)}end
 `;
 
 /**
