@@ -43,10 +43,12 @@ export interface MemoryLockBackendOptions {
  * -(holder's PTTL), the all-or-nothing grant of several locks (`acquireAll`), fair mode's queue
  * (waiter entries that lapse after `waiterTtl`, a free lock reserved for the head of the queue,
  * hand-off on release), read-write locks (readers' shares, writers waiting: see
- * MemorySharedLeases), semaphores (MemoryPermits; in fair mode MemoryFairPermits), the holder record of each grant
- * (instance id, and since on `Date.now()`: epoch ms as on Redis, fake timers included) with its
- * waiters' ids for inspection, listing (`scan`, its cursor an index in name order), and pub/sub: a release publishes the
- * releasing token, a forced release '1', a hand-off `grant:<token>:<fence>`, on the lock's
+ * MemorySharedLeases), semaphores (MemoryPermits; in fair mode MemoryFairPermits), the holder
+ * record of each grant, share and permit (instance id, and since on `Date.now()`: epoch ms as on
+ * Redis, fake timers included) with its waiters' ids for inspection, listing of every kind
+ * (`scan`, its cursor an index in name order), a forced release of every kind, and pub/sub: a
+ * release publishes the releasing token, a forced release '1' (a read lock's a wake-all, a
+ * semaphore's one '1' per permit), a hand-off `grant:<token>:<fence>`, on the lock's
  * channel, to the subscribers of `createPubSub()`. Expiry follows Redis: a key lives through the
  * millisecond in which its PTTL reaches 0, and is gone after it. Each command is atomic: it runs
  * when called, and its reply arrives asynchronously.
