@@ -158,9 +158,12 @@ export class MemoryKeyspace {
   }
 }
 
-/** What the inspect script answers for `keys`, read from `space`. */
-export function rawInfoOf(space: MemoryKeyspace, keys: LockRedisKeys): RawLockInfo {
-  const lease = space.lease(keys);
+/** What the inspect script answers for `keys`, read from `space` (`lease`: the one it holds). */
+export function rawInfoOf(
+  space: MemoryKeyspace,
+  keys: LockRedisKeys,
+  lease = space.lease(keys),
+): RawLockInfo {
   const waiters = [...(space.queue(keys)?.waiters.values() ?? [])].flatMap((entry) => [
     String(entry.since * 1_000),
     entry.instanceId,

@@ -1,5 +1,5 @@
 import { clockDrift } from '../util/clock';
-import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
+import type { LockRedisKeys } from '../keys/lock-keys';
 import type {
   AcquireAllReply,
   AcquireTry,
@@ -10,9 +10,10 @@ import type {
 import { MemorySharedLeases } from './memory-shared';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
-import { evictedOf, heldKinds, type EvictedLock, type RawLockInfo } from './lock-info';
+import { heldKinds, type EvictedLock, type RawLockInfo } from './lock-info';
+import { evictKinds, inspectKinds, type MemoryKinds } from './memory-admin';
 import type { LockNamesPage } from './lock-scan';
-import { MemoryKeyspace, rawInfoOf } from './memory-keyspace';
+import { MemoryKeyspace } from './memory-keyspace';
 import { MemoryAcquireAll } from './memory-acquire-all';
 import { MemoryFairQueue } from './memory-fair';
 import { MemoryFairPermits } from './memory-fair-permits';
@@ -157,27 +158,14 @@ export class MemoryLockBackend implements FairLockBackend {
     return (await this.evict(keys)) !== null;
   }
 
-  /** Every holder of every kind on the key goes, as the force-release script removes them. */
+  /** Every holder of every kind on the key goes, as in the force-release script. */
   evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
-    return this.command(() => {
-      const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));
-      const lease = this.keys.lease(exclusive);
-      if (lease) {
-        this.keys.deleteLease(exclusive);
-        this.hub.publish(exclusive.channel, '1');
-      }
-      const readers = this.shared.evict(exclusive);
-      const permits = this.permits.evict(semaphore);
-      const holder = lease?.holder ? `${lease.holder.since} ${lease.holder.instanceId}` : null;
-      const fence = this.keys.fence(exclusive);
-      const permitFence = this.keys.fence(semaphore);
-      return evictedOf({ deleted: !!lease, fence, holder, readers, permits, permitFence });
-    });
+    return this.command(() => evictKinds(this.kinds, keys));
   }
 
   /** Every kind of lock on the key, as the inspect script reads them. */
   inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo> {
-    return this.command(() => this.inspectNow(keys));
+    return this.command(() => inspectKinds(this.kinds, keys));
   }
 
   /** The cursor is the index of the next name, in name order. */
@@ -198,7 +186,7 @@ export class MemoryLockBackend implements FairLockBackend {
 
   /** Held in any way, as `inspectRaw` reads it. */
   isLocked(keys: LockRedisKeys): Promise<boolean> {
-    return this.command(() => heldKinds(this.inspectNow(keys)).length > 0);
+    return this.command(() => heldKinds(inspectKinds(this.kinds, keys)).length > 0);
   }
 
   createPubSub(): ReleasePubSub {
@@ -237,14 +225,9 @@ export class MemoryLockBackend implements FairLockBackend {
     return this.hub.subscriberCount(channel);
   }
 
-  private inspectNow(keys: LockRedisKeys): RawLockInfo {
-    const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));
-    return {
-      ...rawInfoOf(this.keys, exclusive),
-      readers: this.shared.readersRaw(exclusive),
-      writersWaiting: this.shared.writersWaiting(exclusive),
-      semaphore: this.permits.inspect(semaphore, this.fairPermits.waitersRaw(semaphore)),
-    };
+  private get kinds(): MemoryKinds {
+    const { keys: space, shared, permits, fairPermits, hub } = this;
+    return { space, shared, permits, fairPermits, publish: (c, m) => hub.publish(c, m) };
   }
 
   private extendNow(keys: LockRedisKeys, token: string, ms: number): boolean {

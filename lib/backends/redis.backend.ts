@@ -81,25 +81,16 @@ export class RedisBackend implements FairLockBackend {
       publish: this.publish,
       channel: (channel: string) => this.keyPrefix + channel,
     });
-    this.permits = new RedisPermits(this.client, fenceRetention, instanceId, publishing);
-    this.admin = new RedisAdmin(this.client, publishing);
-    this.exclusive = new ExclusiveLeases(this.client, fenceRetention, instanceId, publishing);
+    // What every kind's commands share: the client, the fence retention, who holds a grant.
+    const of = [this.client, fenceRetention, instanceId] as const;
     const resets = () => this.resets;
-    this.fair = new RedisFairQueue(this.client, fenceRetention, instanceId, resets, publishing);
-    this.fairPermits = new RedisFairPermits(
-      this.client,
-      fenceRetention,
-      instanceId,
-      resets,
-      publishing,
-    );
-    this.shared = new SharedLeases(
-      this.client,
-      fenceRetention,
-      instanceId,
-      () => this.publish,
-      (keys) => this.keyPrefix + keys.channel,
-    );
+    this.permits = new RedisPermits(...of, publishing);
+    this.admin = new RedisAdmin(this.client, publishing);
+    this.exclusive = new ExclusiveLeases(...of, publishing);
+    this.fair = new RedisFairQueue(...of, resets, publishing);
+    this.fairPermits = new RedisFairPermits(...of, resets, publishing);
+    const channelOf = (keys: LockRedisKeys) => this.keyPrefix + keys.channel;
+    this.shared = new SharedLeases(...of, () => this.publish, channelOf);
     if (this.cluster)
       this.pubSubCheck = new ClusterPubSubCheck(this.client as Cluster, closeTimeout);
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.

@@ -139,11 +139,11 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * Removes every holder of `key` whoever holds it — the mutex or writer, every reader's share,
-   * every semaphore permit, in one atomic step — and wakes its waiters as a release does: for
-   * operators un-sticking a lock. Fence counters stay (fences keep increasing) and fair queues
-   * keep their order. Each holder finds out at its next renewal (its signal aborts with
-   * `LockLostError`, and a `'lost'` event). Resolves whether anything was removed.
+   * Removes every holder of `key` — the mutex or writer, every reader's share, every semaphore
+   * permit, in one atomic step — and wakes its waiters as a release does: for operators
+   * un-sticking a lock. Fences keep increasing; fair queues keep their order. Each holder finds
+   * out at its next renewal (`LockLostError` on its signal, a `'lost'` event). Resolves whether
+   * anything was removed.
    */
   async forceRelease(key: string): Promise<boolean> {
     assertLockKey(key, this.options.maxKeyLength);
@@ -151,9 +151,8 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * Removes every holder of `key` whoever holds it, as {@link forceRelease}, in one atomic step,
-   * and resolves what it removed — its `kind`, the fence, and who held it (`holder` of a mutex,
-   * `holders` of readers or permits) — or null when nobody held it.
+   * {@link forceRelease} that resolves what it removed — its `kind`, the fence, who held it
+   * (`holder` of a mutex, `holders` of readers or permits) — or null when nobody held it.
    */
   async evict(key: string): Promise<EvictedLock | null> {
     assertLockKey(key, this.options.maxKeyLength);

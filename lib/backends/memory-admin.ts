@@ -1,0 +1,45 @@
+import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
+import { evictedOf, type EvictedLock, type RawLockInfo } from './lock-info';
+import type { MemoryFairPermits } from './memory-fair-permits';
+import { rawInfoOf, type MemoryKeyspace } from './memory-keyspace';
+import type { MemoryPermits } from './memory-permits';
+import type { MemorySharedLeases } from './memory-shared';
+
+/** What the in-memory backend keeps, for the operator's commands that read or clear it all. */
+export interface MemoryKinds {
+  readonly space: MemoryKeyspace;
+  readonly shared: MemorySharedLeases;
+  readonly permits: MemoryPermits;
+  readonly fairPermits: MemoryFairPermits;
+  readonly publish: (channel: string, message: string) => void;
+}
+
+/**
+ * The operator's commands of `MemoryLockBackend`, as `RedisAdmin` runs them on Redis: every kind
+ * of lock on the key `keys` names (of any kind), read — as the inspect script reads them — or
+ * removed, as the force-release script removes them. Each is one command's body.
+ */
+export function inspectKinds(kinds: MemoryKinds, keys: LockRedisKeys): RawLockInfo {
+  const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));
+  return {
+    ...rawInfoOf(kinds.space, exclusive),
+    readers: kinds.shared.readersRaw(exclusive),
+    writersWaiting: kinds.shared.writersWaiting(exclusive),
+    semaphore: kinds.permits.inspect(semaphore, kinds.fairPermits.waitersRaw(semaphore)),
+  };
+}
+
+export function evictKinds(kinds: MemoryKinds, keys: LockRedisKeys): EvictedLock | null {
+  const { space } = kinds;
+  const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));
+  const lease = space.lease(exclusive);
+  if (lease) {
+    space.deleteLease(exclusive);
+    kinds.publish(exclusive.channel, '1');
+  }
+  const readers = kinds.shared.evict(exclusive);
+  const permits = kinds.permits.evict(semaphore);
+  const { holder } = rawInfoOf(space, exclusive, lease);
+  const [fence, permitFence] = [space.fence(exclusive), space.fence(semaphore)];
+  return evictedOf({ deleted: !!lease, fence, holder, readers, permits, permitFence });
+}
