@@ -323,6 +323,26 @@ describe('a forced release', () => {
   });
 });
 
+describe('a key held as a mutex and as a semaphore at once (two locks)', () => {
+  it('reads as the mutex, lists both, and a forced release removes both', async () => {
+    const locks = services.create({ prefix: `${prefix}both:`, instanceId: 'both', ttl: 900 });
+    const mutex = await locks.acquire('shared-name');
+    const permit = await locks.acquire('shared-name', { permits: 2 });
+    expect(await locks.inspect('shared-name')).toMatchObject({ kind: 'exclusive' });
+    const listed = await listAll(locks);
+    expect(listed.map((lock) => [lock.key, lock.kind]).sort()).toEqual([
+      ['shared-name', 'exclusive'],
+      ['shared-name', 'semaphore'],
+    ]);
+    await quietly(async () => {
+      expect(await locks.evict('shared-name')).toMatchObject({ kind: 'exclusive' });
+      expect(await locks.isLocked('shared-name')).toBe(false);
+      expect(await listAll(locks)).toEqual([]);
+      await waitFor(() => mutex.signal.aborted && permit.signal.aborted, 2_000, 10);
+    });
+  });
+});
+
 describe('list()', () => {
   it('lists every kind with its holder count; released ones drop out', async () => {
     const lister = services.create({ prefix: `${prefix}all:`, instanceId: 'lister' });
