@@ -111,6 +111,6 @@ describe('lockKeyPattern and userKeyOf', () => {
   );
 
   it('escapes glob characters of the prefix', () => {
-    expect(lockKeyPattern('a*b?[c]\\:')).toBe('a\\*b\\?\\[c\\]\\\\:{*');
+    expect(lockKeyPattern('a*b?[c]\\:')).toBe('a\\*b\\?\\[c\\]\\\\:{*[}s]');
   });
 });

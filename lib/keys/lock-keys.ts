@@ -98,12 +98,14 @@ export class LockRedisKeys {
 }
 
 /**
- * The SCAN pattern of every name under `prefix` that may be a lock (glob characters in the prefix
- * escaped); `lockNameOf` tells which are. One pattern cannot end in several suffixes, so the
- * names are told apart after the scan.
+ * The SCAN pattern of the names under `prefix` that may be locks (glob characters in the prefix
+ * escaped): ending in `}` (a mutex) or in `s` (`:readers`, `:permits`), so the server already
+ * leaves out fence counters, queues and the mutex's holder record — the fence counters, which
+ * outlive their locks by `fenceRetention`, are most of the keys. `lockNameOf` tells which of the
+ * rest are locks (one pattern cannot end in several suffixes).
  */
 export function lockKeyPattern(prefix: string): string {
-  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*`;
+  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*[}s]`;
 }
 
 /**
