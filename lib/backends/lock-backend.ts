@@ -88,14 +88,22 @@ export interface LockBackend {
   shardOf?(keys: LockRedisKeys): string;
   /** Compare-and-delete + wake waiters. Resolves whether `token` still owned the lock. */
   release(keys: LockRedisKeys, token: string): Promise<boolean>;
-  /** Deletes whoever holds it. Resolves whether a lock was deleted. */
+  /**
+   * The operator's commands below act on every kind of lock on the user key `keys` names (of any
+   * kind): its exclusive lock, its readers, its semaphore — one hash tag, one atomic step.
+   * Removes every holder of every kind; resolves whether there was any.
+   */
   forceRelease(keys: LockRedisKeys): Promise<boolean>;
+  /** Whether any kind of lock on the key is held (what `inspectRaw` reads as held). */
   isLocked(keys: LockRedisKeys): Promise<boolean>;
-  /** Deletes whoever holds it, as `forceRelease`; resolves what it removed, or null if free. */
+  /** Removes every holder, as `forceRelease`; resolves what it removed, or null if free. */
   evict(keys: LockRedisKeys): Promise<EvictedLock | null>;
-  /** Reads the lock, its holder record and fair queue in one atomic step; writes nothing. */
+  /**
+   * Reads every kind of lock on the key, their holder records and fair queues, in one atomic step;
+   * writes nothing. Redlock reads exclusive locks only (it serves no other kind).
+   */
   inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo>;
-  /** One page of the lock keys under `prefix` (see `scanLockNames`). */
+  /** One page of the lock names of every kind under `prefix` (see `scanLockNames`). */
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage>;
   createPubSub(): ReleasePubSub;
   /** Safety margin (ms) the holder subtracts from a lease of `ttl` on its local clock. */
