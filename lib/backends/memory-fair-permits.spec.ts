@@ -92,18 +92,19 @@ describe('MemoryLockBackend: fair semaphores (fake timers drive its clock)', () 
     expect(backend.queued(keys)).toEqual([]);
   });
 
-  it('takes the limit from the first live waiter when no holder is left, and passes over another', async () => {
+  it('takes the limit from the first live waiter when no holder is left, for newcomers and hand-offs', async () => {
     const three = lockRedisKeys('lock:', 'k', { type: 'permit', permits: 3 });
     await fair('a', { ttl: 100 });
     await fair('b', { ttl: 100 });
     for (const waiter of ['w1', 'w2', 'w3']) await fair(waiter); // limit 2, entries until 300
-    jest.advanceTimersByTime(150); // both leases ended unreleased: no holder, no limit
-    await fair('x3', { on: three }); // limit 3: the three live waiters ahead keep all 3 places
-    expect(backend.queued(keys)).toEqual(['w1', 'w2', 'w3', 'x3']);
+    jest.advanceTimersByTime(150); // both leases ended unreleased: no holder
+    // w1's limit, 2, stands: a newcomer naming 3 is refused, and does not queue.
+    await expect(fair('x3', { on: three })).rejects.toBeInstanceOf(SemaphoreLimitConflictError);
+    expect(backend.queued(keys)).toEqual(['w1', 'w2', 'w3']);
     expect(await backend.fairRelease(keys, 'nobody')).toBe(false); // w1's limit, 2, applies
-    expect(backend.queued(keys)).toEqual(['w3', 'x3']);
+    expect(backend.queued(keys)).toEqual(['w3']);
     expect(await backend.fairRelease(keys, 'w1')).toBe(true); // to w3
-    expect(await backend.fairRelease(keys, 'w2')).toBe(true); // x3 is passed over: nobody left
+    expect(await backend.fairRelease(keys, 'w2')).toBe(true); // nobody left to hand to
     await flush();
     expect(heard.map((message) => message.replace(/:\d+$/, ''))).toEqual([
       'grant:w1',

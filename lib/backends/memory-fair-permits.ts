@@ -1,3 +1,4 @@
+import { limitConflict } from './limit-conflict';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { FairAcquireReply } from './lock-backend';
 import type { MemoryKeyspace } from './memory-keyspace';
@@ -48,7 +49,11 @@ export class MemoryFairPermits {
     if (!held?.permits.has(token)) {
       const count = held?.permits.size ?? 0;
       const free = permits - count;
-      const { ahead, soonestLapse } = this.waitersAhead(keys, token, free);
+      const { ahead, soonestLapse, askedAhead } = this.waitersAhead(keys, token, free);
+      // With no holder left, the first live waiter's limit stands, as the holders' would.
+      if (!held && askedAhead !== undefined && askedAhead !== permits) {
+        throw limitConflict(keys.lock, askedAhead, permits);
+      }
       if (ahead >= free) {
         const now = this.space.now();
         const lapse = soonestLapse === undefined ? Infinity : Math.ceil(soonestLapse - now);
@@ -112,15 +117,17 @@ export class MemoryFairPermits {
     const now = this.space.now();
     let ahead = 0;
     let soonestLapse: number | undefined;
+    let askedAhead: number | undefined;
     for (const [waiter, entry] of waiting ?? []) {
       if (ahead >= free || waiter === token) break;
       if (entry.lapsesAt > now) {
         ahead++;
+        askedAhead ??= entry.permits;
         soonestLapse = Math.min(soonestLapse ?? Infinity, entry.lapsesAt);
       } else waiting!.delete(waiter);
     }
     this.dropIfEmpty(keys);
-    return { ahead, soonestLapse };
+    return { ahead, soonestLapse, askedAhead };
   }
 
   /** Joins the queue at the back, or refreshes the entry in place. */

@@ -1,5 +1,4 @@
-import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
-import { semaphoreMessages } from '../errors/semaphore-messages';
+import { limitConflict } from './limit-conflict';
 import type { PermitLease } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { LockHolderInfo, RawHolders, RawLockInfo } from './lock-info';
@@ -50,8 +49,7 @@ export class MemoryPermits {
     const held = this.live(keys);
     const { permits } = keys.kind;
     if (held && held.limit !== permits) {
-      const message = semaphoreMessages.limitConflict(keys.lock, held.limit, permits);
-      throw new SemaphoreLimitConflictError(message, held.limit, permits);
+      throw limitConflict(keys.lock, held.limit, permits);
     }
     return held;
   }

@@ -1,7 +1,6 @@
+import { limitConflict } from './limit-conflict';
 import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
-import { semaphoreMessages } from '../errors/semaphore-messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { fairPermitAcquireScript } from '../lua/fair-permit-acquire.script';
 import { fairPermitReleaseScript } from '../lua/fair-permit-release.script';
@@ -52,8 +51,7 @@ export class RedisFairPermits {
     if (!Array.isArray(reply)) return { granted: reply };
     if (reply.length === 2) return { retryAfterMs: Math.max(0, -reply[0]), fence: reply[1] };
     const [held] = reply;
-    const message = semaphoreMessages.limitConflict(keys.lock, held, permits);
-    throw new SemaphoreLimitConflictError(message, held, permits);
+    throw limitConflict(keys.lock, held, permits);
   }
 
   /** Gives the permit back (or leaves the queue), handing free places on; whether it was ours. */

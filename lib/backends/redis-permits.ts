@@ -1,5 +1,4 @@
-import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
-import { semaphoreMessages } from '../errors/semaphore-messages';
+import { limitConflict } from './limit-conflict';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { permitAcquireScript } from '../lua/permit-acquire.script';
 import { permitExtendScript } from '../lua/permit-extend.script';
@@ -44,8 +43,7 @@ export class RedisPermits {
     );
     if (typeof reply === 'number') return reply;
     const [held] = reply;
-    const message = semaphoreMessages.limitConflict(keys.lock, held, permits);
-    throw new SemaphoreLimitConflictError(message, held, permits);
+    throw limitConflict(keys.lock, held, permits);
   }
 
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {

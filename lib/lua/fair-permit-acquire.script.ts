@@ -18,7 +18,7 @@ import { syncPermitHoldersLua, writeShareHolderLua } from './share-holders.lua';
  * how long (ms) the fence counter outlives the leases, this process's instance id (its holder
  * record once granted; while queued, kept for the hand-off to write).
  * Returns the fence (> 0) when granted; {-(ms until worth retrying), fence counter} when busy;
- * {limit} when the holders took the key with another limit.
+ * {limit} when the holders — or, with none left, the first live waiter — named another limit.
  */
 export const fairPermitAcquireScript = new LuaScript<
   readonly [
@@ -61,6 +61,9 @@ end
 if not redis.call('ZSCORE', permitsKey, token) then
   local free = permits - held
 ${waitersAheadLua}
+  -- With no holder left, the limit is the one the first live waiter asked for (a release hands
+  -- it places under that limit): a newcomer naming another N is refused, as holders refuse it.
+  if held == 0 and askedAhead and askedAhead ~= permits then return { askedAhead } end
   if ahead >= free then
     -- Busy: until the soonest lease ends (all N held), or until a waiter keeping a free place
     -- lapses, whichever comes first.

@@ -27,18 +27,19 @@ redis.call('HDEL', waiterIdsKey, ${waiter})
 
 /**
  * Counts the live waiters queued ahead of `token`, from the head, up to `free` of them (the free
- * places they keep): sets `ahead`, and `soonestLapse`, the earliest time one of those lapses.
- * Lapsed entries met on the way are dropped: a waiter that stopped refreshing (crashed, or left
- * without saying so) keeps no place.
+ * places they keep): sets `ahead`, `soonestLapse`, the earliest time one of those lapses, and
+ * `askedAhead`, the limit N the first of them asked for. Lapsed entries met on the way are
+ * dropped: a waiter that stopped refreshing (crashed, or left without saying so) keeps no place.
  */
 export const waitersAheadLua = `
-local ahead, soonestLapse, index = 0, nil, 0
+local ahead, soonestLapse, askedAhead, index = 0, nil, nil, 0
 while ahead < free do
   local waiter = redis.call('ZRANGE', queueKey, index, index)[1]
   if not waiter or waiter == token then break end
   ${readEntryLua('waiter')}
   if lapsesAt > now then
     ahead, index = ahead + 1, index + 1
+    askedAhead = askedAhead or limitAsked
     if not soonestLapse or lapsesAt < soonestLapse then soonestLapse = lapsesAt end
   else
     ${dropWaiterLua('waiter')}

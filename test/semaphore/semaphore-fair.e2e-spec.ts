@@ -240,6 +240,26 @@ describe('the limit and the keys', () => {
     await Promise.all(held.map((lock) => lock.release()));
   });
 
+  it('refuses a newcomer naming another N while no holder is left and a live waiter queues for N', async () => {
+    const lapsing = fair();
+    const acquiredAt = now();
+    const held = await Promise.all(
+      [1, 2].map(() => lapsing.acquire('asked', { permits: PERMITS, ttl: 800, renew: false })),
+    );
+    await queueVanishedWaiter('asked', 'head-token', 5_000);
+    await sleep(Math.max(0, acquiredAt + 900 - now())); // both leases ended unreleased: no holder
+    const refused = await fair()
+      .tryAcquire('asked', { permits: 3 })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SemaphoreLimitConflictError);
+    expect(refused).toMatchObject({ heldPermits: PERMITS, requestedPermits: 3 });
+    // CONTROL: a newcomer naming the waiter's N takes the place the head does not keep.
+    const same = await fair().tryAcquire('asked', { permits: PERMITS });
+    expect(same).not.toBeNull();
+    await same!.release();
+    expect(await Promise.all(held.map((lock) => lock.release()))).toEqual([false, false]);
+  });
+
   it('gives every key a TTL — queue and entries while waiters queue — and leaves only the counter', async () => {
     const held = await holdAll('ttl', { fenceRetention: 1_000 });
     const { acquired } = await queuedAcquire(fair(), 'ttl', 0);
