@@ -32,6 +32,8 @@ export type {
 export type { LockMode } from './telemetry/lock-mode';
 export type { TelemetryKeys, TelemetryOptions } from './options/telemetry-options';
 export type {
+  EvictedKind,
+  EvictedKinds,
   EvictedLock,
   LeaseHolderInfo,
   ListedLock,

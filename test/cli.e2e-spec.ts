@@ -31,7 +31,7 @@ function cli(
   });
 }
 
-const { prefix, services } = onSharedRedis('cli');
+const { prefix, redis, services } = onSharedRedis('cli');
 
 it('lists, shows and force-releases, and the holder loses its lock at its next renewal', async () => {
   const app = services.create({ instanceId: 'billing-7', ttl: 1_500 });
@@ -131,6 +131,32 @@ it('lists and shows read locks and semaphores with their kind, holder count and 
     warn.mockRestore();
   }
   expect((await cli(['ls', '--prefix', prefix])).stdout.trim()).toBe('No locks held.');
+});
+
+it('release --force prints every kind it removed: a mutex and the permits on the same key', async () => {
+  const app = services.create({ instanceId: 'report-1', ttl: 5_000 });
+  const mutex = await app.acquire('report');
+  const permits = await Promise.all([1, 2, 3].map(() => app.acquire('report', { permits: 5 })));
+  // One permit's grant wrote no record (as by an older version): counted, not named.
+  await redis.hdel(`${prefix}{report}:permits:holders`, permits[0]!.token);
+  const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  try {
+    const released = await cli(['release', 'report', '--force', '--prefix', prefix]);
+    expect(released).toMatchObject({ code: 0, stderr: '' });
+    expect(released.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        new RegExp(`^Released report: holder report-1 since \\S+, fence ${mutex.fence}\\.$`),
+      ),
+      `Released report: semaphore, 3 holder(s) (report-1, report-1, 1 without a record), fence ${permits[2]!.fence}.`,
+    ]);
+    const json = JSON.parse(
+      (await cli(['release', 'report', '--force', '--prefix', prefix, '--json'])).stdout,
+    );
+    expect(json).toEqual({ key: 'report', removed: null }); // control: gone, nothing to report
+    await waitFor(() => [mutex, ...permits].every((held) => held.signal.aborted), 5_000, 10);
+  } finally {
+    warn.mockRestore();
+  }
 });
 
 it('answers usage errors with 2, an unreachable Redis with 3, and --help with 0', async () => {

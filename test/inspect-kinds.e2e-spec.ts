@@ -250,10 +250,15 @@ describe('a forced release', () => {
       const operator = services.create({ instanceId: 'operator' });
       const forcedAt = now();
       const evicted = await operator.evict('ledger');
+      const removedReaders = {
+        fence: readers[0]!.fence,
+        count: 2,
+        holders: expect.arrayContaining([holderOf('r1'), holderOf('r2')]),
+      };
       expect(evicted).toEqual({
         kind: 'read',
-        fence: readers[0]!.fence,
-        holders: expect.arrayContaining([holderOf('r1'), holderOf('r2')]),
+        ...removedReaders,
+        removed: { read: removedReaders },
       });
       const { lock: writer, at } = await writing;
       expect(at - forcedAt).toBeLessThan(ttl / 2);
@@ -308,11 +313,8 @@ describe('a forced release', () => {
     await waitFor(async () => (await redis.zcard(`${keyOf('fair-slots')}:permits:queue`)) === 1);
     await quietly(async () => {
       const evicted = await services.create().evict('fair-slots');
-      expect(evicted).toEqual({
-        kind: 'semaphore',
-        fence: held.fence,
-        holders: [holderOf('fair-holder')],
-      });
+      const permit = { fence: held.fence, count: 1, holders: [holderOf('fair-holder')] };
+      expect(evicted).toEqual({ kind: 'semaphore', ...permit, removed: { semaphore: permit } });
       const next = await waiting;
       expect((await services.create().inspect('fair-slots')).semaphore?.holders).toEqual([
         holderOf('fair-next'),
@@ -324,22 +326,66 @@ describe('a forced release', () => {
 });
 
 describe('a key held as a mutex and as a semaphore at once (two locks)', () => {
-  it('reads as the mutex, lists both, and a forced release removes both', async () => {
+  it('reads as the mutex, lists both, and a forced release removes both and reports both', async () => {
     const locks = services.create({ prefix: `${prefix}both:`, instanceId: 'both', ttl: 900 });
     const mutex = await locks.acquire('shared-name');
-    const permit = await locks.acquire('shared-name', { permits: 2 });
+    const permits = await Promise.all(
+      [1, 2, 3].map(() => locks.acquire('shared-name', { permits: 4 })),
+    );
     expect(await locks.inspect('shared-name')).toMatchObject({ kind: 'exclusive' });
     const listed = await listAll(locks);
     expect(listed.map((lock) => [lock.key, lock.kind]).sort()).toEqual([
       ['shared-name', 'exclusive'],
       ['shared-name', 'semaphore'],
     ]);
+    // One permit's grant wrote no record (as by an older version): counted, not listed.
+    await redis.hdel(`${prefix}both:{shared-name}:permits:holders`, permits[0]!.token);
     await quietly(async () => {
-      expect(await locks.evict('shared-name')).toMatchObject({ kind: 'exclusive' });
+      expect(await locks.evict('shared-name')).toEqual({
+        kind: 'exclusive',
+        fence: mutex.fence,
+        count: 1,
+        holder: { instanceId: 'both', since: expect.any(Number) },
+        removed: {
+          exclusive: {
+            fence: mutex.fence,
+            count: 1,
+            holders: [{ instanceId: 'both', since: expect.any(Number) }],
+          },
+          semaphore: {
+            fence: permits[2]!.fence,
+            count: 3,
+            holders: [holderOf('both'), holderOf('both')],
+          },
+        },
+      });
       expect(await locks.isLocked('shared-name')).toBe(false);
       expect(await listAll(locks)).toEqual([]);
-      await waitFor(() => mutex.signal.aborted && permit.signal.aborted, 2_000, 10);
+      await waitFor(() => [mutex, ...permits].every((held) => held.signal.aborted), 2_000, 10);
     });
+  });
+});
+
+describe('isLocked', () => {
+  it('answers as inspect().held for every kind, and false once only lapsed readers or permits are left', async () => {
+    const crashed = services.create({ instanceId: 'crashed', ttl: 200 });
+    const operator = services.create({ instanceId: 'operator' });
+    const agrees = async (key: string, held: boolean) => {
+      expect(await operator.isLocked(key)).toBe(held);
+      expect((await operator.inspect(key)).held).toBe(held);
+    };
+    await crashed.acquire('lapsing-mutex', { renew: false });
+    await crashed.acquire('lapsing-read', { mode: 'read', renew: false });
+    await crashed.acquire('lapsing-permit', { permits: 2, renew: false });
+    for (const key of ['lapsing-mutex', 'lapsing-read', 'lapsing-permit']) await agrees(key, true);
+    // The sets outlive the lapsed entries, as when a longer lease on them was released since.
+    await redis.pexpire(`${keyOf('lapsing-read')}:readers`, 5_000);
+    await redis.pexpire(`${keyOf('lapsing-permit')}:permits`, 5_000);
+    await sleep(300);
+    // Control: the lapsed share and permit are still in their sets; only liveness says free.
+    expect(await redis.zcard(`${keyOf('lapsing-read')}:readers`)).toBe(1);
+    expect(await redis.zcard(`${keyOf('lapsing-permit')}:permits`)).toBe(1);
+    for (const key of ['lapsing-mutex', 'lapsing-read', 'lapsing-permit']) await agrees(key, false);
   });
 });
 

@@ -154,10 +154,13 @@ describe('on one Redis', () => {
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
       const evicted = await operator.evict('stuck');
+      const holder = { instanceId: 'victim', since: expect.any(Number) };
       expect(evicted).toEqual({
         kind: 'exclusive',
         fence: lock.fence,
-        holder: { instanceId: 'victim', since: expect.any(Number) },
+        count: 1,
+        holder,
+        removed: { exclusive: { fence: lock.fence, count: 1, holders: [holder] } },
       });
       expect(await operator.inspect('stuck')).toEqual({ held: false });
       expect(lock.signal.aborted).toBe(false); // nothing tells it before its renewal
@@ -183,7 +186,12 @@ describe('on one Redis', () => {
       fence: 41,
     });
     expect(await locks.tryAcquire('mixed')).toBeNull();
-    expect(await locks.evict('mixed')).toEqual({ kind: 'exclusive', fence: 41 });
+    expect(await locks.evict('mixed')).toEqual({
+      kind: 'exclusive',
+      fence: 41,
+      count: 1,
+      removed: { exclusive: { fence: 41, count: 1, holders: [] } },
+    });
     const lock = await locks.acquire('mixed');
     expect(lock.fence).toBe(42);
     expect((await locks.inspect('mixed')).holder?.instanceId).toBe('new');

@@ -6,10 +6,11 @@
  */
 import { RedisBackend } from '../lib/backends/redis.backend';
 import type { FairLockBackend } from '../lib/backends/lock-backend';
+import type { EvictedKind } from '../lib/backends/lock-info';
 import { MemoryLockBackend } from '../lib/backends/memory.backend';
 import { SemaphoreLimitConflictError } from '../lib/errors/semaphore-limit-conflict.error';
 import type { LeaseKind } from '../lib/keys/lease-kind';
-import { lockRedisKeys, LockRedisKeys } from '../lib/keys/lock-keys';
+import { kindKeysOf, lockRedisKeys, LockRedisKeys } from '../lib/keys/lock-keys';
 import { onSharedRedis } from './support/lock-services';
 import { sleep, waitFor } from './support/time';
 
@@ -413,7 +414,14 @@ describe('inspection of every kind', () => {
       removed && {
         kind: removed.kind,
         fence: t.fence(removed.fence),
+        count: removed.count,
         holders: removed.holders?.map((holder) => holder.instanceId),
+        removed: Object.entries(removed.removed).map(([kind, each]: [string, EvictedKind]) => [
+          kind,
+          t.fence(each.fence),
+          each.count,
+          each.holders.map((holder) => holder.instanceId),
+        ]),
       }
     );
   };
@@ -436,6 +444,29 @@ describe('inspection of every kind', () => {
       t.log(await backend.extend(reader, 'r2', 2_000)); // its share is gone: lost
       await waitFor(() => t.heard.length === 1);
       t.log(t.heard);
+    });
+  });
+
+  it('removes a mutex and permits on one key alike, and reports both', async () => {
+    await onBoth('evict-both', async (backend, keys, t) => {
+      const { semaphore } = kindKeysOf(keys.lock);
+      const permits = new LockRedisKeys(semaphore.lock, { type: 'permit', permits: 5 });
+      const mutexFence = await backend.acquire(keys, 'm', 2_000);
+      let permitFence = 0;
+      for (const token of ['p1', 'p2', 'p3']) {
+        permitFence = await backend.acquire(permits, token, 2_000);
+      }
+      t.log(await inspectAll(backend, semaphore, t));
+      // Asked by the semaphore's name: the mutex goes too, and both are reported.
+      const removed = await backend.evict(semaphore);
+      t.log(removed && [removed.kind, removed.count, removed.holder?.instanceId]);
+      t.log(removed?.removed.exclusive?.fence === mutexFence);
+      t.log(removed?.removed.semaphore?.fence === permitFence);
+      t.log(removed?.removed.exclusive?.holders.map((holder) => holder.instanceId));
+      t.log(removed?.removed.semaphore?.holders.map((holder) => holder.instanceId));
+      t.log(removed?.removed.semaphore?.count);
+      t.log(await inspectAll(backend, keys, t));
+      t.log(await evicted(backend, keys, t));
     });
   });
 

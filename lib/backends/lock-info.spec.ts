@@ -65,21 +65,50 @@ describe('evictedOf', () => {
     permitFence: 9,
   };
 
-  it('reports the first kind removed, with its fence and holders, or null when nothing was', () => {
+  it('reports the first kind removed at the top, with its fence, count and holders, or null when nothing was', () => {
     expect(evictedOf(nothing)).toBeNull();
-    expect(evictedOf({ ...nothing, deleted: true, permits: [5, '1 p'] })).toEqual({
+    expect(evictedOf({ ...nothing, deleted: true })).toEqual({
       kind: 'exclusive',
       fence: 7,
+      count: 1,
+      removed: { exclusive: { fence: 7, count: 1, holders: [] } },
     });
     expect(evictedOf({ ...nothing, readers: [5, '1 r', 6, null] })).toEqual({
       kind: 'read',
       fence: 7,
+      count: 2,
       holders: [{ since: 1, instanceId: 'r', ttlMs: 5 }],
+      removed: { read: { fence: 7, count: 2, holders: [{ since: 1, instanceId: 'r', ttlMs: 5 }] } },
+    });
+  });
+
+  it('reports every kind removed under removed: a mutex and three permits, one without a record', () => {
+    const raw = {
+      ...nothing,
+      deleted: true,
+      holder: '3 m',
+      permits: [5, '2 p', 6, null, 7, '4 q'],
+    };
+    const permitHolders = [
+      { since: 2, instanceId: 'p', ttlMs: 5 },
+      { since: 4, instanceId: 'q', ttlMs: 7 },
+    ];
+    expect(evictedOf(raw)).toEqual({
+      kind: 'exclusive',
+      fence: 7,
+      count: 1,
+      holder: { since: 3, instanceId: 'm' },
+      removed: {
+        exclusive: { fence: 7, count: 1, holders: [{ since: 3, instanceId: 'm' }] },
+        semaphore: { fence: 9, count: 3, holders: permitHolders },
+      },
     });
     expect(evictedOf({ ...nothing, permits: [5, '2 p'] })).toEqual({
       kind: 'semaphore',
       fence: 9,
-      holders: [{ since: 2, instanceId: 'p', ttlMs: 5 }],
+      count: 1,
+      holders: [permitHolders[0]],
+      removed: { semaphore: { fence: 9, count: 1, holders: [permitHolders[0]] } },
     });
   });
 });

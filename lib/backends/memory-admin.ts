@@ -29,6 +29,12 @@ export function inspectKinds(kinds: MemoryKinds, keys: LockRedisKeys): RawLockIn
   };
 }
 
+/**
+ * Removes every holder of every kind on the key `keys` names, as the force-release script does:
+ * the exclusive lock (waking its waiters), the readers and the permits (each kind's removal wakes
+ * its own waiters), their holder records with them; fence counters and fair queues stay. Answers
+ * every kind removed (`evictedOf`), or null when nothing was held.
+ */
 export function evictKinds(kinds: MemoryKinds, keys: LockRedisKeys): EvictedLock | null {
   const { space } = kinds;
   const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));

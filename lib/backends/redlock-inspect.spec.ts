@@ -39,12 +39,14 @@ describe('mergeEvictions', () => {
     const holder = { instanceId: 'x', since: 1 };
     const evicted = (fence: number, by?: typeof holder) =>
       by
-        ? { kind: 'exclusive' as const, fence, holder: by }
-        : { kind: 'exclusive' as const, fence };
+        ? { kind: 'exclusive' as const, fence, count: 1, holder: by, removed: {} }
+        : { kind: 'exclusive' as const, fence, count: 1, removed: {} };
     expect(mergeEvictions([evicted(3), null, evicted(4, holder), undefined])).toEqual({
       kind: 'exclusive',
       fence: 4,
+      count: 1,
       holder,
+      removed: { exclusive: { fence: 4, count: 1, holders: [holder] } },
     });
     expect(mergeEvictions([null, undefined, null])).toBeNull();
   });

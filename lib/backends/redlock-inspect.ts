@@ -42,5 +42,7 @@ export function mergeEvictions(
   const fence = Math.max(...removed.map((reply) => reply.fence));
   const holder = removed.find((reply) => reply.holder)?.holder;
   // Redlock serves exclusive locks only.
-  return holder ? { kind: 'exclusive', fence, holder } : { kind: 'exclusive', fence };
+  const exclusive = { fence, count: 1, holders: holder ? [holder] : [] };
+  const merged: EvictedLock = { kind: 'exclusive', fence, count: 1, removed: { exclusive } };
+  return holder ? { ...merged, holder } : merged;
 }

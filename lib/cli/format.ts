@@ -1,4 +1,5 @@
 import type {
+  EvictedKind,
   EvictedLock,
   LeaseHolderInfo,
   ListedLock,
@@ -106,16 +107,32 @@ export function formatListing(locks: readonly ListedLock[]): string {
     .join('\n');
 }
 
-/** What `release --force` removed. */
+/** `a, b, 1 without a record`: the holders named by their records, and how many had none. */
+function evictedHolders({ count, holders }: EvictedKind<LockHolderInfo>): string {
+  const names = holders.map((holder) => holder.instanceId);
+  if (count > holders.length) names.push(`${count - holders.length} without a record`);
+  return names.join(', ');
+}
+
+/** What `release --force` removed: one line per kind, as `inspect` orders them. */
 export function formatEvicted(key: string, evicted: EvictedLock | null): string {
   if (!evicted) return `${key}: not held, nothing removed.`;
-  if (evicted.kind === 'exclusive') {
-    return `Released ${key}: holder ${holderText(evicted.holder)}, fence ${evicted.fence}.`;
+  const lines: string[] = [];
+  const { exclusive, read, semaphore } = evicted.removed;
+  if (exclusive) {
+    lines.push(
+      `Released ${key}: holder ${holderText(exclusive.holders[0])}, fence ${exclusive.fence}.`,
+    );
   }
-  const holders = evicted.holders ?? [];
-  const ids = holders.map((holder) => holder.instanceId).join(', ');
-  return (
-    `Released ${key}: ${evicted.kind}, ${holders.length} holder(s) (${ids}), ` +
-    `fence ${evicted.fence}.`
-  );
+  for (const [kind, removed] of [
+    ['read', read],
+    ['semaphore', semaphore],
+  ] as const) {
+    if (!removed) continue;
+    lines.push(
+      `Released ${key}: ${kind}, ${removed.count} holder(s) (${evictedHolders(removed)}), ` +
+        `fence ${removed.fence}.`,
+    );
+  }
+  return lines.join('\n');
 }

@@ -28,7 +28,8 @@ function memoryBackend(): LockBackend {
     release: async (keys, token) => owns(keys, token) && holders.delete(keys.lock),
     forceRelease: async (keys) => holders.delete(keys.lock),
     isLocked: async (keys) => holders.has(keys.lock),
-    evict: async (keys) => (holders.delete(keys.lock) ? { kind: 'exclusive', fence } : null),
+    evict: async (keys) =>
+      holders.delete(keys.lock) ? { kind: 'exclusive', fence, count: 1, removed: {} } : null,
     inspectRaw: async (keys) => {
       const token = holders.get(keys.lock) ?? null;
       return { token, pttl: token ? 10_000 : -2, fence, holder: null, waiters: [] };
