@@ -1,6 +1,7 @@
 import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
 import { forceReleaseScript } from '../lua/force-release.script';
 import { inspectScript } from '../lua/inspect.script';
+import { isLockedScript } from '../lua/is-locked.script';
 import type { PublishCommand } from '../lua/release.script';
 import type { RedisCommander } from '../redis/redis-client';
 import { evictedOf, type EvictedLock, type RawLockInfo } from './lock-info';
@@ -54,6 +55,17 @@ export class RedisAdmin {
       writersWaiting,
       semaphore: { limit, fence: permitFence, permits, waiters: permitWaiters },
     };
+  }
+
+  /**
+   * Whether any kind is held, as `inspect` reads it held, from one light script: the lock, and a
+   * count of live readers and permits (no records, no queues).
+   */
+  async isLocked(keys: LockRedisKeys): Promise<boolean> {
+    const { exclusive: lock, semaphore } = kindKeysOf(baseLockOf(keys));
+    return (
+      (await isLockedScript.run(this.client, [lock.lock, lock.readers, semaphore.lock], [])) === 1
+    );
   }
 
   /** Removes every holder of every kind on the key; what it removed, or null when nothing. */

@@ -48,9 +48,17 @@ ${syncShareHoldersLua(setKey, holdersKey)}end
 `;
 
 /**
- * Sets `found` to the live entries of the set (lease end after `now`, or at it when `atNow`: a
- * permit lives through the ms its lease ends in), flat: ms left, then the record (false when
- * none). Writes nothing.
+ * The lowest lease end of a live entry, as a ZRANGEBYSCORE/ZCOUNT `min` on the script's `now`: a
+ * reader's share lapses in the ms its lease ends (exclusive bound), a permit lives through that ms
+ * (`atNow`, inclusive), as a key with that PX would. Inspection, isLocked and the forced release
+ * share it, so they agree on who holds.
+ */
+export const liveFromLua = (atNow: boolean): string =>
+  `${atNow ? '' : "'(' .. "}string.format('%d', now)`;
+
+/**
+ * Sets `found` to the live entries of the set (`liveFromLua`), flat: ms left, then the record
+ * (false when none). Writes nothing.
  */
 export const readShareHoldersLua = (
   setKey: string,
@@ -60,7 +68,7 @@ export const readShareHoldersLua = (
 ): string => `
 local ${found} = {}
 do
-  local live = redis.pcall('ZRANGEBYSCORE', ${setKey}, ${atNow ? '' : "'(' .. "}string.format('%d', now), '+inf', 'WITHSCORES')
+  local live = redis.pcall('ZRANGEBYSCORE', ${setKey}, ${liveFromLua(atNow)}, '+inf', 'WITHSCORES')
   if type(live) == 'table' then
     for i = 1, #live, 2 do
       ${found}[#${found} + 1] = tonumber(live[i + 1]) - now
