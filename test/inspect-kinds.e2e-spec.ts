@@ -8,6 +8,8 @@
  */
 import { Logger } from '@nestjs/common';
 import { LockLostError, type LockHandle, type LockService } from 'nestjs-redis-lock';
+import { RedisBackend } from '../lib/backends/redis.backend';
+import { LockRedisKeys } from '../lib/keys/lock-keys';
 import { lockServices, onSharedRedis } from './support/lock-services';
 import { now, sleep, waitFor } from './support/time';
 import { startCluster, type RedisClusterTopology } from './support/topologies';
@@ -386,6 +388,37 @@ describe('isLocked', () => {
     expect(await redis.zcard(`${keyOf('lapsing-read')}:readers`)).toBe(1);
     expect(await redis.zcard(`${keyOf('lapsing-permit')}:permits`)).toBe(1);
     for (const key of ['lapsing-mutex', 'lapsing-read', 'lapsing-permit']) await agrees(key, false);
+  });
+});
+
+describe('isLocked cost', () => {
+  it('is one script of 3 keys answering an integer, however many hold the key', async () => {
+    const backend = new RedisBackend(
+      { client: redis, owned: false },
+      1_000,
+      60_000,
+      undefined,
+      'x',
+    );
+    const permits = new LockRedisKeys(`${keyOf('crowded')}:permits`, {
+      type: 'permit',
+      permits: 50,
+    });
+    try {
+      for (let i = 0; i < 50; i++) await backend.acquire(permits, `t${i}`, 5_000);
+      const evalsha = jest.spyOn(redis, 'evalsha');
+      try {
+        expect(await backend.isLocked(permits)).toBe(true);
+        expect(evalsha).toHaveBeenCalledTimes(1);
+        expect(evalsha.mock.calls[0]![1]).toBe(3); // numkeys (the inspect script: 14)
+        expect(await evalsha.mock.results[0]!.value).toBe(1); // not one entry per holder
+      } finally {
+        evalsha.mockRestore();
+      }
+      expect((await backend.inspectRaw(permits)).semaphore?.permits).toHaveLength(100); // control
+    } finally {
+      await backend.close();
+    }
   });
 });
 
