@@ -151,8 +151,11 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
-   * {@link forceRelease} that resolves what it removed — its `kind`, the fence, who held it
-   * (`holder` of a mutex, `holders` of readers or permits) — or null when nobody held it.
+   * {@link forceRelease} that resolves what it removed, or null when nobody held it. It takes no
+   * kind: a mutex and a semaphore on one key are two locks, and both go. `removed` reports each
+   * kind removed (`exclusive`, `read`, `semaphore`: its fence, how many held it, who); the
+   * top-level `kind`, `fence`, `count` and `holder` (a mutex) or `holders` (readers, permits)
+   * repeat the first of them, as {@link inspect} would have read the key.
    */
   async evict(key: string): Promise<EvictedLock | null> {
     assertLockKey(key, this.options.maxKeyLength);

@@ -264,10 +264,15 @@ describe('keys', () => {
       limit: 2,
       fence: held.fence,
     });
+    const permit = {
+      fence: held.fence,
+      count: 1,
+      holders: [expect.objectContaining({ instanceId: expect.any(String) })],
+    };
     expect(await backend.evict(keys)).toEqual({
       kind: 'semaphore',
-      fence: held.fence,
-      holders: [expect.objectContaining({ instanceId: expect.any(String) })],
+      ...permit,
+      removed: { semaphore: permit },
     });
     expect(await backend.isLocked(keys)).toBe(false);
     expect(await backend.forceRelease(keys)).toBe(false);
