@@ -13,6 +13,7 @@
 'use strict';
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
+const { commandStats, scriptCost } = require('./command-stats');
 
 const [dirA, dirB, repsArg] = process.argv.slice(2);
 if (!dirA || !dirB) {
@@ -31,35 +32,6 @@ const target = (name) =>
 const sideOptions = (name) => JSON.parse(process.env[name] || '{}');
 const ACQUIRE = JSON.parse(process.env.AB_ACQUIRE || '{}');
 const OPTIONS = [sideOptions('AB_OPTIONS_A'), sideOptions('AB_OPTIONS_B')];
-
-/** INFO commandstats as { command: { calls, usec } }. */
-async function commandStats(client) {
-  const stats = {};
-  for (const m of (await client.info('commandstats')).matchAll(
-    /cmdstat_(\S+?):calls=(\d+),usec=(\d+)/g,
-  )) {
-    stats[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
-  }
-  return stats;
-}
-
-/**
- * Redis' time (µs) per op between two snapshots: what the commands the client sent took (EVAL and
- * EVALSHA include the commands their scripts ran), and how many commands scripts ran per op.
- */
-function redisCost(before, after, ops) {
-  let usec = 0;
-  let inner = 0;
-  for (const [name, now] of Object.entries(after)) {
-    const d = {
-      calls: now.calls - (before[name]?.calls ?? 0),
-      usec: now.usec - (before[name]?.usec ?? 0),
-    };
-    if (name === 'evalsha' || name === 'eval') usec += d.usec;
-    else if (name !== 'info') inner += d.calls;
-  }
-  return { usPerOp: usec / ops, innerPerOp: inner / ops };
-}
 
 async function s1(locks, tag) {
   const cpu = process.cpuUsage();
@@ -120,12 +92,12 @@ async function main() {
       const before = await commandStats(probe);
       const one = await s1(locks, `s1:${rep}:${side}`);
       const many = await s2(locks, `s2:${rep}:${side}`);
-      const cost = redisCost(before, await commandStats(probe), S1_OPS + many.ops);
+      const cost = scriptCost(before, await commandStats(probe), S1_OPS + many.ops);
       build.s1.push(one.opsPerS);
       build.cpu.push(one.cpuUsPerOp);
       build.s2.push(many.opsPerS);
-      build.redisUs.push(cost.usPerOp);
-      build.inner.push(cost.innerPerOp);
+      build.redisUs.push(cost.usec);
+      build.inner.push(cost.inner);
       await locks.close();
     }
   }

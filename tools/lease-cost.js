@@ -11,6 +11,7 @@
 'use strict';
 const { randomBytes } = require('node:crypto');
 const path = require('node:path');
+const { commandStats, scriptCost } = require('./command-stats');
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 if (!dirA || !dirB) {
@@ -22,16 +23,6 @@ const BLOCK = 100;
 const TTL = 30_000;
 const redis = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const KINDS = { read: { type: 'shared' }, permit: { type: 'permit', permits: BLOCK } };
-
-async function commandStats(client) {
-  const stats = {};
-  for (const m of (await client.info('commandstats')).matchAll(
-    /cmdstat_(\S+?):calls=(\d+),usec=(\d+)/g,
-  )) {
-    stats[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
-  }
-  return stats;
-}
 
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * q)];
 
@@ -49,14 +40,7 @@ async function block(build, probe, kind, tag) {
   if (!fences.every((f) => f > 0) || !released.every(Boolean)) {
     throw new Error('an uncontended acquire or release failed: is anything else on this Redis?');
   }
-  let usec = 0;
-  let inner = 0;
-  for (const [name, now] of Object.entries(after)) {
-    const d = now.calls - (before[name]?.calls ?? 0);
-    if (name === 'evalsha' || name === 'eval') usec += now.usec - (before[name]?.usec ?? 0);
-    else if (name !== 'info') inner += d;
-  }
-  return { usec: usec / BLOCK, inner: inner / BLOCK };
+  return scriptCost(before, after, BLOCK);
 }
 
 async function main() {

@@ -15,6 +15,7 @@
 const { execFileSync } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const path = require('node:path');
+const { commandStats, scriptCost } = require('./command-stats');
 
 const [dist, roundsArg] = process.argv.slice(2);
 if (!dist) {
@@ -44,16 +45,6 @@ const MODES = {
   },
 };
 
-/** INFO commandstats: { command: { calls, usec } }. */
-async function commandStats(client) {
-  const stats = {};
-  const info = await client.info('commandstats');
-  for (const m of info.matchAll(/cmdstat_(\S+?):calls=(\d+),usec=(\d+)/g)) {
-    stats[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
-  }
-  return stats;
-}
-
 /** Instructions the callgrind-run server executed since the last call (then zeroed). */
 function instructions() {
   if (!callgrindPid) return 0;
@@ -82,14 +73,7 @@ async function block(backend, probe, mode, tag) {
   if (!fences.every((f) => f > 0) || !released.every(Boolean)) {
     throw new Error('an uncontended acquire or release failed: is anything else on this Redis?');
   }
-  let usec = 0;
-  let inner = 0;
-  for (const [name, now] of Object.entries(after)) {
-    const d = now.calls - (before[name]?.calls ?? 0);
-    if (name === 'evalsha' || name === 'eval') usec += now.usec - (before[name]?.usec ?? 0);
-    else if (name !== 'info') inner += d;
-  }
-  return { usec: usec / BLOCK, inner: inner / BLOCK, ir: ir / BLOCK };
+  return { ...scriptCost(before, after, BLOCK), ir: ir / BLOCK };
 }
 
 async function main() {
