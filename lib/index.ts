@@ -32,9 +32,6 @@ export type {
 export type { LockMode } from './telemetry/lock-mode';
 export type { TelemetryKeys, TelemetryOptions } from './options/telemetry-options';
 export type {
-  EvictedKind,
-  EvictedKinds,
-  EvictedLock,
   LeaseHolderInfo,
   ListedLock,
   LockHolderInfo,
@@ -45,6 +42,7 @@ export type {
   ReadersInfo,
   SemaphoreInfo,
 } from './backends/lock-info';
+export type { EvictedKind, EvictedKinds, EvictedLock } from './backends/lock-eviction';
 export {
   Locked,
   type LockableMethod,

@@ -6,7 +6,7 @@
  */
 import { RedisBackend } from '../lib/backends/redis.backend';
 import type { FairLockBackend } from '../lib/backends/lock-backend';
-import type { EvictedKind } from '../lib/backends/lock-info';
+import type { EvictedKind } from '../lib/backends/lock-eviction';
 import { MemoryLockBackend } from '../lib/backends/memory.backend';
 import { SemaphoreLimitConflictError } from '../lib/errors/semaphore-limit-conflict.error';
 import type { LeaseKind } from '../lib/keys/lease-kind';

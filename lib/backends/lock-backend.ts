@@ -1,6 +1,7 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { ReleasePubSub } from '../redis/release-pubsub';
-import type { EvictedLock, RawLockInfo } from './lock-info';
+import type { RawLockInfo } from './lock-info';
+import type { EvictedLock } from './lock-eviction';
 import type { LockNamesPage } from './lock-scan';
 
 /** What one fair-mode try found. */

@@ -1,4 +1,5 @@
-import { evictedOf, lockInfoOf, type RawLockInfo } from './lock-info';
+import { lockInfoOf, type RawLockInfo } from './lock-info';
+import { evictedOf } from './lock-eviction';
 
 const free: RawLockInfo = { token: null, pttl: -2, fence: 7, holder: null, waiters: [] };
 

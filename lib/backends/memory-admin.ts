@@ -1,5 +1,6 @@
 import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
-import { evictedOf, type EvictedLock, type RawLockInfo } from './lock-info';
+import { type RawLockInfo } from './lock-info';
+import { evictedOf, type EvictedLock } from './lock-eviction';
 import type { MemoryFairPermits } from './memory-fair-permits';
 import { rawInfoOf, type MemoryKeyspace } from './memory-keyspace';
 import type { MemoryPermits } from './memory-permits';

@@ -10,7 +10,8 @@ import type {
 import { MemorySharedLeases } from './memory-shared';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
-import { heldKinds, type EvictedLock, type RawLockInfo } from './lock-info';
+import { heldKinds, type RawLockInfo } from './lock-info';
+import { type EvictedLock } from './lock-eviction';
 import { evictKinds, inspectKinds, type MemoryKinds } from './memory-admin';
 import type { LockNamesPage } from './lock-scan';
 import { MemoryKeyspace } from './memory-keyspace';

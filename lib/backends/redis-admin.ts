@@ -4,7 +4,8 @@ import { inspectScript } from '../lua/inspect.script';
 import { isLockedScript } from '../lua/is-locked.script';
 import type { PublishCommand } from '../lua/release.script';
 import type { RedisCommander } from '../redis/redis-client';
-import { evictedOf, type EvictedLock, type RawLockInfo } from './lock-info';
+import { type RawLockInfo } from './lock-info';
+import { evictedOf, type EvictedLock } from './lock-eviction';
 import { permitLimitKey } from './redis-permits';
 
 /**

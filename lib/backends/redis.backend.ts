@@ -27,7 +27,8 @@ import type {
   FairLockBackend,
   RenewableLease,
 } from './lock-backend';
-import type { EvictedLock, RawLockInfo } from './lock-info';
+import type { RawLockInfo } from './lock-info';
+import type { EvictedLock } from './lock-eviction';
 import { RedisAdmin } from './redis-admin';
 import { scanLockNames, type LockNamesPage } from './lock-scan';
 import { renewInBatches } from './renew-batches';

@@ -1,5 +1,6 @@
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import type { EvictedLock, RawLockInfo } from './lock-info';
+import type { RawLockInfo } from './lock-info';
+import type { EvictedLock } from './lock-eviction';
 
 /**
  * Redlock's view of one lock from its nodes' replies (undefined: no answer in time). Held only when

@@ -1,11 +1,5 @@
-import type {
-  EvictedKind,
-  EvictedLock,
-  LeaseHolderInfo,
-  ListedLock,
-  LockHolderInfo,
-  LockInfo,
-} from '../backends/lock-info';
+import type { LeaseHolderInfo, ListedLock, LockHolderInfo, LockInfo } from '../backends/lock-info';
+import type { EvictedKind, EvictedLock } from '../backends/lock-eviction';
 
 /** `host:123 since 2026-12-01T08:50:00.000Z`, or a note when the grant wrote no record. */
 function holderText(holder: LockHolderInfo | undefined): string {

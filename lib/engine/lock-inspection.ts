@@ -1,11 +1,11 @@
 import type { LockBackend } from '../backends/lock-backend';
 import {
   lockInfoOf,
-  type EvictedLock,
   type ListedLock,
   type LockInfo,
   type LockListPage,
 } from '../backends/lock-info';
+import { type EvictedLock } from '../backends/lock-eviction';
 import { kindKeysOf, lockNameOf, lockRedisKeys, userKeyOf } from '../keys/lock-keys';
 
 /** Runs one backend command within `commandTimeout`; `subject` names what it was about. */

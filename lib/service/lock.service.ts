@@ -3,7 +3,8 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import type { EvictedLock, LockInfo, LockListPage } from '../backends/lock-info';
+import type { LockInfo, LockListPage } from '../backends/lock-info';
+import type { EvictedLock } from '../backends/lock-eviction';
 import type { LockHandle } from '../engine/lock-handle';
 import type { MultiLockHandle } from '../engine/multi-lock-handle';
 import { LockEngine } from '../engine/lock-engine';
