@@ -29,6 +29,7 @@ export const LOCKED_OPTION_NAMES: OptionNames<LockedOptions> = {
   wait: true,
   renew: true,
   maxHold: true,
+  minHold: true,
   onBusy: true,
   onLost: true,
   reentrant: true,

@@ -6,6 +6,7 @@ import { RedisLockError } from '../errors/redis-lock.error';
 import { lockContext } from '../locking/lock-context';
 import { observeLocked, runLocked } from '../locking/run-locked';
 import {
+  assertHoldBounds,
   assertMaxHold,
   assertNonNegative,
   assertOneOf,
@@ -171,6 +172,9 @@ function validateLockedOptions(options: LockedOptions): void {
   if (options.ttl !== undefined) assertPositive('ttl', options.ttl);
   if (options.wait !== undefined) assertNonNegative('wait', options.wait);
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
+  if (options.minHold !== undefined) {
+    assertHoldBounds(options.minHold, options.maxHold ?? Infinity);
+  }
   if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);
   if (options.onLost !== undefined) assertOneOf('onLost', options.onLost, ['throw', 'log']);
   assertReadWriteOptions(options);

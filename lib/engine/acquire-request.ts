@@ -8,6 +8,11 @@ export interface AcquireRequest {
   wait: number;
   /** Longest hold in ms from when the granting command was sent (`Infinity`: no bound). */
   maxHold: number;
+  /**
+   * Shortest hold in ms from when the granting command was sent: a release before it keeps the
+   * key until then (absent or 0: none). Never above `maxHold`.
+   */
+  minHold?: number;
   renew: boolean;
   signal?: AbortSignal;
   /** What the lease grants (default: the key alone, a mutex). */

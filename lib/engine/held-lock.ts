@@ -32,6 +32,8 @@ export class HeldLock implements LockHandle {
   nextRenewAt: number;
   /** `maxHold`: the longest hold, counted from `startedAt`; the engine sets it (`holdFor`). */
   private maxHold = Infinity;
+  /** `minHold`: a release before this (monotonic) keeps the key until then (`keepAtLeastUntil`). */
+  private keepUntil = 0;
   /**
    * The renewal or extension in flight, if any. Lease changes go out one at a time, so Redis runs
    * them in the order they were sent and answered: a renewal of the old lease can never land
@@ -73,6 +75,14 @@ export class HeldLock implements LockHandle {
   holdFor(ms: number): void {
     this.maxHold = ms;
     this.operations.rescheduled(this);
+  }
+
+  /**
+   * Keeps the key held until at least `at` (monotonic) when it is released sooner: `minHold`, from
+   * the acquisition or from a re-entrant call's start. The latest of these stands; `maxHold` caps it.
+   */
+  keepAtLeastUntil(at: number): void {
+    if (at > this.keepUntil) this.keepUntil = at;
   }
 
   /**
@@ -239,13 +249,43 @@ export class HeldLock implements LockHandle {
     // Stop renewal first: a renewal already sent reaches Redis before this DEL (same connection).
     this.operations.untrack(this);
     // expiry() reads validUntil, which watches the wall clock right after this reading.
-    const lapsed = this.lostError ? undefined : this.expiry(monotonicElapsed());
+    const now = monotonicElapsed();
+    const lapsed = this.lostError ? undefined : this.expiry(now);
+    const keepFor = lapsed ? 0 : this.keepFor(now);
+    if (keepFor > 0) return this.keepLease(keepFor);
     return this.operations.releaseLease(this).then((deleted) => {
       if (deleted && !lapsed && !this.lostError) {
         this.operations.reportReleased(this);
         return true;
       }
       this.lose(deleted ? (lapsed ?? 'deadline') : 'not-owner');
+      return false;
+    });
+  }
+
+  /**
+   * How long (whole ms) the key must still be kept for `minHold`; 0 when the minimum has passed or
+   * the lock is not ours to keep. A suspension counts (Redis saw that time pass), and `maxHold`
+   * caps it. A lock ended by shutdown keeps its minimum too: its job ran for this tick.
+   */
+  private keepFor(now: number): number {
+    if (this.keepUntil === 0) return 0;
+    if (this.lostError && this.lostError.reason !== 'shutdown') return 0;
+    const until = Math.min(this.keepUntil - suspendedSince(this.startedAt), this.holdUntil);
+    return until - now >= 1 ? Math.ceil(until - now) : 0;
+  }
+
+  /**
+   * Ends the hold by shortening the lease to `ms` (owner-checked, as every lease change) instead of
+   * deleting the key: no waiter is woken, and the key frees by itself when the minimum has passed.
+   */
+  private keepLease(ms: number): Promise<boolean> {
+    return this.operations.extendLease(this, ms).then((stillOurs) => {
+      if (stillOurs && !this.lostError) {
+        this.operations.reportReleased(this);
+        return true;
+      }
+      if (!stillOurs) this.lose('not-owner');
       return false;
     });
   }

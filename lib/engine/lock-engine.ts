@@ -236,6 +236,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   private track(lock: HeldLock, request: AcquireRequest): HeldLock {
     lock.renews = request.renew;
     lock.holdFor(request.maxHold);
+    if (request.minHold) lock.keepAtLeastUntil(lock.startedAt + request.minHold);
     if (!this.held.has(lock)) this.lifecycle.held(1);
     this.held.add(lock);
     this.watchdog.add(lock);

@@ -98,6 +98,11 @@ export class MultiLock implements MultiLockHandle {
     if (failed) throw failed.reason;
   }
 
+  /** Keeps every key until at least `at` (monotonic) when released sooner (`minHold`). */
+  keepAtLeastUntil(at: number): void {
+    for (const part of this.parts) part.keepAtLeastUntil(at);
+  }
+
   /** Releases every key; true when all were still ours until now. Idempotent. */
   release(): Promise<boolean> {
     this.released ??= Promise.all(this.parts.map((part) => part.release())).then(

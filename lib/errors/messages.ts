@@ -32,6 +32,14 @@ export const messages = {
     `${where}: \`${name}\` is not an option` +
     (closest ? `; did you mean \`${closest}\`?` : '.') +
     ` Valid options: ${valid.join(', ')}.`,
+  minHoldOverMaxHold: (minHold: number, maxHold: number) =>
+    `Lock option \`minHold\` (${minHold} ms) is longer than \`maxHold\` (${maxHold} ms): a lock ` +
+    'cannot be held at least for longer than it may be held at most. Lower `minHold` or raise `maxHold`.',
+  cronWithoutMinHold: (where: string) =>
+    `${where} is a scheduled job under @Locked with onBusy 'skip' and no \`minHold\`: when the ` +
+    "job ends before another replica's timer fires for the same tick, that replica finds the key " +
+    'free and runs the tick again. Set `minHold` a little below the interval between runs (e.g. ' +
+    "`@Locked('job', { onBusy: 'skip', minHold: 50_000 })` for a job run every minute).",
   badRedisUrl: (url: string) =>
     `RedisLockModule option \`redis\` is "${url}", not a valid Redis URL. ` +
     'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',

@@ -32,6 +32,8 @@ export interface HeldLease {
   expireIfDue(): boolean;
   /** One re-entrant hold reached its own `maxHold`: reports it as a loss to its work. */
   reportHoldLost(error: LockLostError, handle: LockHandle): void;
+  /** `minHold` of a re-entrant call: a release before `at` (monotonic) keeps the key until then. */
+  keepAtLeastUntil?(at: number): void;
   extend(ms?: number): Promise<void>;
   release(): Promise<boolean>;
 }

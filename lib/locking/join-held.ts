@@ -1,6 +1,7 @@
 import { LockUpgradeError } from '../errors/lock-upgrade.error';
 import type { WithLockOptions } from '../options/lock-call-options';
-import { assertMaxHold } from '../options/resolve-options';
+import { assertHoldBounds, assertMaxHold } from '../options/resolve-options';
+import { monotonicElapsed } from '../util/clock';
 import type { Hold } from './holds';
 import { isKeyList, type LockSource, type LockTarget } from './lock-source';
 import type { LockFrame } from './lock-context';
@@ -25,6 +26,11 @@ export function joinHeld(
     : heldByChain(locks, key, options, frame);
   if (!held) return undefined;
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
+  if (options.minHold) {
+    // The joined lock is kept for this call's minimum too, counted from now (its maxHold caps it).
+    assertHoldBounds(options.minHold, options.maxHold ?? Infinity);
+    held.lock.keepAtLeastUntil?.(monotonicElapsed() + options.minHold);
+  }
   return held.join(options.maxHold);
 }
 

@@ -10,12 +10,12 @@ import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
  */
 export interface LockSource {
   /**
-   * The module defaults a call falls back on (`wait`, `onBusy`, `onLost`, `reentrant`), and how
-   * much a failure's answer may tell (`errorDetails`).
+   * The module defaults a call falls back on (`wait`, `onBusy`, `onLost`, `reentrant`,
+   * `minHold`), and how much a failure's answer may tell (`errorDetails`).
    */
   readonly options: Pick<
     ResolvedRedisLockOptions,
-    'wait' | 'onBusy' | 'onLost' | 'reentrant' | 'errorDetails'
+    'wait' | 'onBusy' | 'onLost' | 'reentrant' | 'minHold' | 'errorDetails'
   >;
   /**
    * The engine behind the locks: re-entrancy tells its holds apart from another source's by it,

@@ -17,11 +17,20 @@ export interface AcquireOptions {
    * @default the module's `maxHold` (Infinity)
    */
   maxHold?: number;
+  /**
+   * Shortest time in ms the lock is held, counted from its acquisition: when the work (or
+   * `release()`) comes sooner, the key stays held — its lease shortened to what remains of the
+   * minimum, owner-checked — and the release counts as done. For jobs that must run once per
+   * tick across replicas (see docs/scheduled-jobs.md). At most `maxHold`.
+   * @default the module's `minHold` (0: the key is deleted at once)
+   */
+  minHold?: number;
   /** Cancels the wait; the call rejects with `signal.reason`, and a late grant is released. */
   signal?: AbortSignal;
   /**
-   * Renew the lease in the background while held (watchdog). Turn off for a fixed lease that
-   * simply expires, e.g. a rate-limit style "at most once per ttl".
+   * Renew the lease in the background while held (watchdog). `false`: a fixed lease of `ttl`,
+   * never renewed — the lock is lost if the work outlasts it, and is still released when the
+   * work ends (to keep it held after the work, "at most once per ttl", set `minHold`).
    * @default true
    */
   renew?: boolean;
@@ -63,8 +72,9 @@ export interface LockedOptions {
   /** Wait budget in ms when the lock is busy, on a monotonic clock; 0 = give up at once. */
   wait?: number;
   /**
-   * Renew the lease in the background while the method runs (watchdog). Turn off for a fixed
-   * lease that simply expires, e.g. a rate-limit style "at most once per ttl".
+   * Renew the lease in the background while the method runs (watchdog). `false`: a fixed lease of `ttl`,
+   * never renewed — the lock is lost if the work outlasts it, and is still released when the
+   * work ends (to keep it held after the work, "at most once per ttl", set `minHold`).
    * @default true
    */
   renew?: boolean;
@@ -75,6 +85,14 @@ export interface LockedOptions {
    * @default the module's `maxHold` (Infinity)
    */
   maxHold?: number;
+  /**
+   * Shortest time in ms the lock is held, counted from its acquisition: when the work (or
+   * `release()`) comes sooner, the key stays held — its lease shortened to what remains of the
+   * minimum, owner-checked — and the release counts as done. For jobs that must run once per
+   * tick across replicas (see docs/scheduled-jobs.md). At most `maxHold`.
+   * @default the module's `minHold` (0: the key is deleted at once)
+   */
+  minHold?: number;
   /**
    * When the lock is still busy after `wait`: `'throw'` a `LockNotAcquiredError` (HTTP 409), or
    * `'skip'` the call and return `undefined` (for jobs that must run on one instance only).

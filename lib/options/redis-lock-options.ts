@@ -141,6 +141,16 @@ export interface RedisLockModuleOptions {
    */
   maxHold?: number;
   /**
+   * Shortest time (ms) a lock is held, counted from its acquisition: when the work ends sooner —
+   * by returning or by throwing — the key is not deleted but kept (its lease shortened, owner
+   * checked) until the minimum has passed, and the release counts as done for the caller. For a
+   * scheduled job under `onBusy: 'skip'`: a job that returns at once would otherwise free the key
+   * before another replica's timer fires for the same tick. Never more than `maxHold`. 0 (the
+   * default) deletes the key as soon as the work ends. Override it per call.
+   * @default 0
+   */
+  minHold?: number;
+  /**
    * Default wait budget in ms for acquiring a busy lock; 0 fails at once (what one-order-per-user
    * needs). `LockService.acquire` and `@Locked` use it when the call does not say.
    * @default 0

@@ -48,7 +48,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
     );
   }
   assertPositive('ttl', resolved.ttl);
-  assertMaxHold('maxHold', resolved.maxHold);
+  assertHoldBounds(resolved.minHold, resolved.maxHold);
   assertNonNegative('wait', resolved.wait);
   assertNonNegative('retryJitter', resolved.retryJitter);
   assertPositive('maxKeyLength', resolved.maxKeyLength);
@@ -180,6 +180,18 @@ export function assertPositive(name: string, value: unknown): asserts value is n
 /** A duration a timer can wait, or `Infinity` for "no bound". */
 export function assertMaxHold(name: string, value: unknown): asserts value is number {
   if (value !== Infinity) assertPositive(name, value);
+}
+
+/**
+ * `minHold` and `maxHold` of one lock, each valid and the minimum no longer than the maximum — a
+ * lock kept after its work never outlives its `maxHold`.
+ */
+export function assertHoldBounds(minHold: unknown, maxHold: unknown): void {
+  assertNonNegative('minHold', minHold);
+  assertMaxHold('maxHold', maxHold);
+  if (minHold > maxHold) {
+    throw new RedisLockConfigError(messages.minHoldOverMaxHold(minHold, maxHold));
+  }
 }
 
 export function assertNonNegative(name: string, value: unknown): asserts value is number {

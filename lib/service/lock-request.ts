@@ -6,7 +6,7 @@ import type { AcquireOptions } from '../options/lock-call-options';
 import { leaseKindOf } from '../options/permits-option';
 import { readWriteRequest } from '../options/read-write-options';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
-import { assertMaxHold, assertNonNegative, assertPositive } from '../options/resolve-options';
+import { assertHoldBounds, assertNonNegative, assertPositive } from '../options/resolve-options';
 import { multiKeys } from './multi-key-request';
 
 /** All of `keys` or none (`LockNotAcquiredError` names the key still busy). */
@@ -39,10 +39,12 @@ export function lockRequest(
   const ttl = options.ttl ?? defaults.ttl;
   const wait = options.wait ?? defaults.wait;
   const maxHold = options.maxHold ?? defaults.maxHold;
+  const minHold = options.minHold ?? defaults.minHold;
   assertPositive('ttl', ttl);
   assertNonNegative('wait', wait);
-  assertMaxHold('maxHold', maxHold);
+  assertHoldBounds(minHold, maxHold);
   const { writerPriority } = readWriteRequest(options, defaults);
   const { renew = true, signal } = options;
-  return { key, ttl, wait, maxHold, renew, signal, kind: leaseKindOf(options), writerPriority };
+  const kind = leaseKindOf(options);
+  return { key, ttl, wait, maxHold, minHold, renew, signal, kind, writerPriority };
 }

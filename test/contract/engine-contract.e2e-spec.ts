@@ -173,6 +173,32 @@ describe.each(backends)('engine contract on $name', (backend) => {
     await next!.release();
   });
 
+  it('minHold: work that ends sooner leaves the key held until the minimum, then it frees', async () => {
+    const [service, other, inspected] = instances(3) as [LockService, LockService, LockService];
+    const started = now();
+    const kinds = [{}, { mode: 'read' as const }, { permits: 1 }];
+    for (const [i, kind] of kinds.entries()) {
+      const rival = 'mode' in kind ? { mode: 'write' as const } : kind;
+      await expect(
+        service.withLock(`${key}:${i}`, () => Promise.reject(new Error('failed')), {
+          ...kind,
+          ttl: 10_000,
+          minHold: 600,
+        }),
+      ).rejects.toThrow('failed');
+      expect(await other.tryAcquire(`${key}:${i}`, rival)).toBeNull();
+      const info = await inspected.inspect(`${key}:${i}`);
+      expect(info.held).toBe(true);
+      expect(info.ttlMs).toBeLessThanOrEqual(600);
+      await waitFor(async () => {
+        const next = await other.tryAcquire(`${key}:${i}`, rival);
+        return next ? next.release() : false;
+      }, 5_000);
+    }
+    // Each key freed by its shortened lease, long before its 10 s one.
+    expect(now() - started).toBeLessThan(5_000);
+  });
+
   it('keeps a renewed lease past many ttls', async () => {
     const [service, other] = pair();
     const lock = await service.acquire(key, { ttl: 300 });
