@@ -1,4 +1,4 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
@@ -20,6 +20,8 @@ import { isResolverMethod } from './route-parameters';
 /** `@WebSocketGateway()` and `@SubscribeMessage()` metadata (`@nestjs/websockets`, an optional peer). */
 const WS_GATEWAY = 'websockets:is_gateway';
 const WS_MESSAGE_HANDLER = 'websockets:message_mapping';
+/** What `@Cron()`, `@Interval()` and `@Timeout()` (`@nestjs/schedule`, an optional peer) store. */
+const SCHEDULER_TYPE = 'SCHEDULER_TYPE';
 
 /**
  * At bootstrap (as @nestjs/schedule's explorer does), finds every provider and controller with
@@ -99,6 +101,7 @@ export class LockedExplorer implements OnModuleInit {
       // Read locks on Redlock, writer priority off in fair mode: refused now, not at a first call.
       // (A test double in LockService's place has no such module options: nothing to refuse.)
       if (isInternalLockSource(this.locks)) readWriteRequest(spec.options, this.locks.options);
+      if (Reflect.hasMetadata(SCHEDULER_TYPE, method)) warnIfTicksRunTwice(spec, locks);
       if (isController) {
         warnIfEventsDrop(
           method,
@@ -130,5 +133,18 @@ export class LockedExplorer implements OnModuleInit {
       bindLockSource(instance, locks);
     }
     return locks;
+  }
+}
+
+/**
+ * A scheduled job that skips when busy but keeps no minimum hold runs twice in a tick when it is
+ * fast: it ends before another replica's timer fires for the same tick, which then finds the key
+ * free. Said once, at bootstrap.
+ */
+function warnIfTicksRunTwice(spec: LockedSpec, locks: LockSource): void {
+  const onBusy = spec.options.onBusy ?? locks.options.onBusy;
+  const minHold = spec.options.minHold ?? locks.options.minHold;
+  if (onBusy === 'skip' && !(minHold > 0)) {
+    new Logger('RedisLock').warn(messages.cronWithoutMinHold(spec.where));
   }
 }

@@ -229,9 +229,10 @@ describe('voucher shop on 3 replicas with locks', () => {
       await held.release();
 
       // Free: the route holds the lock and the @Locked cron method re-uses it (re-entrant). The
-      // cron job may hold the lock for a few ms at a tick: retry a 409 then, as a client would.
+      // cron job holds the lock for its 300 ms minimum at each tick: retry a 409 then, as a
+      // client would.
       let ran = await fetch(`${fleet!.urls[1]}/settlements`, { method: 'POST' });
-      for (let retry = 0; ran.status === 409 && retry < 5; retry++) {
+      for (let retry = 0; ran.status === 409 && retry < 30; retry++) {
         await sleep(50);
         ran = await fetch(`${fleet!.urls[1]}/settlements`, { method: 'POST' });
       }
