@@ -12,14 +12,17 @@ import {
 } from 'nestjs-redis-lock';
 import { lockRedisKeys } from '../lib/keys/lock-keys';
 import { fairAcquireScript } from '../lib/lua/fair-acquire.script';
-import { CONNECT_BUDGET, lockServices, redisKeyOf } from './support/lock-services';
+import { CONNECT_BUDGET, lockServices, redisKeyOf, warmedUp } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
+import { closeAllProxies, startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 import { now, sleep, waitFor } from './support/time';
 
 const prefix = 'fair:';
 let server: RedisServer;
 let redis: Redis;
 let services: ReturnType<typeof lockServices>;
+/** Between the server and a slow waiter: `blackhole()` holds its tries back until `heal()`. */
+let proxy: TcpProxy;
 const keyOf = (key: string): string => redisKeyOf(prefix, key);
 const queueOf = (key: string): string => `${keyOf(key)}:queue`;
 
@@ -27,10 +30,12 @@ beforeAll(async () => {
   server = await startRedis();
   redis = new Redis(server.url);
   services = lockServices({ redis: server.url, prefix, fair: true });
+  proxy = await startTcpProxy(server.port);
 });
 
 afterAll(async () => {
   await services?.closeAll();
+  await closeAllProxies();
   redis?.disconnect();
   await stopAllRedis();
 });
@@ -108,6 +113,73 @@ describe('fair mode without contention', () => {
     expect(Object.keys(fair).filter((name) => queueCommands.includes(name))).toEqual([]);
     expect(fair.time ?? 0).toBeLessThanOrEqual(plain.time ?? 0);
     expect(total(fair)).toBeLessThanOrEqual(total(plain) + ops);
+  });
+});
+
+/**
+ * Leases that lapse while a waiter queues. The holder's lease runs out unreleased (renew: false:
+ * a crashed or paused holder), so no release hands the lock over: it is free, and reserved for
+ * the head of the queue. The head is a slow waiter: its service reaches Redis through `proxy`,
+ * which holds its tries back from before the lapse until the test has seen a newcomer refused
+ * (its try at the lapse would otherwise take the lock first, and the newcomer's refusal would
+ * prove nothing). A commandTimeout of 5 s gives it a 10 s queue entry, so it neither refreshes
+ * nor lapses meanwhile.
+ */
+describe('fair mode when a lease lapses while a waiter queues', () => {
+  const slowWaiter = (): Promise<LockService> =>
+    warmedUp(services.create({ redis: proxy.url, commandTimeout: 5_000 }));
+
+  /** A tryAcquire's answer, as its token (a refusal: null), so a failure shows no whole handle. */
+  const tokenOf = (lock: LockHandle | null): string | null => lock?.token ?? null;
+
+  /** Holds the slow waiter's traffic back while `refused` runs, then lets it through. */
+  async function whileHeldBack(refused: () => Promise<void>): Promise<void> {
+    proxy.blackhole();
+    try {
+      await refused();
+    } finally {
+      proxy.heal();
+    }
+  }
+
+  it("keeps a lock freed by the holder's lapsed lease for the head: a newcomer gets null, the head gets it next", async () => {
+    const waiter = await slowWaiter(); // connected first: the 1 s lease is for queueing only
+    const holder = await services.create().acquire('lapse', { ttl: 1_000, renew: false });
+    const { acquired } = await queuedAcquire(waiter, 'lapse', 0);
+    await whileHeldBack(async () => {
+      await waitFor(async () => (await redis.pttl(keyOf('lapse'))) === -2, 5_000, 2);
+      expect(tokenOf(await services.create().tryAcquire('lapse'))).toBeNull();
+      // Refused while the lock was free: nobody took it, it waits for the head.
+      expect(await redis.exists(keyOf('lapse'))).toBe(0);
+      expect(await redis.zcard(queueOf('lapse'))).toBe(1);
+    });
+    const lock = await acquired;
+    expect(await redis.get(keyOf('lapse'))).toBe(lock.token);
+    expect(lock.fence).toBeGreaterThan(holder.fence);
+    expect(await holder.release()).toBe(false);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it("keeps a lock the last reader's lapsed share left free for the queued writer: a newcomer writer or reader gets null", async () => {
+    const readers = `${keyOf('lapse-read')}:readers`;
+    const writer = await slowWaiter();
+    const reader = await services
+      .create()
+      .acquire('lapse-read', { mode: 'read', ttl: 1_000, renew: false });
+    const { acquired } = await queuedAcquire(writer, 'lapse-read', 0);
+    await whileHeldBack(async () => {
+      // The readers' key lives exactly as long as the last share in it.
+      await waitFor(async () => (await redis.pttl(readers)) === -2, 5_000, 2);
+      const newcomer = services.create();
+      expect(tokenOf(await newcomer.tryAcquire('lapse-read'))).toBeNull();
+      expect(tokenOf(await newcomer.tryAcquire('lapse-read', { mode: 'read' }))).toBeNull();
+      expect(await redis.exists(keyOf('lapse-read'), readers)).toBe(0);
+      expect(await redis.zcard(queueOf('lapse-read'))).toBe(1);
+    });
+    const lock = await acquired;
+    expect(await redis.get(keyOf('lapse-read'))).toBe(lock.token);
+    expect(await reader.release()).toBe(false);
+    expect(await lock.release()).toBe(true);
   });
 });
 

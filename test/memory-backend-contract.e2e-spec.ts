@@ -155,6 +155,60 @@ it('queues, hands over and leaves the fair queue alike', async () => {
   });
 });
 
+/** A fair try's reply, as its kind: 'granted', 'ours' or 'retryAfterMs'. */
+const replyKind = (reply: object): string => Object.keys(reply)[0]!;
+
+/** Until `keys` is held by nobody: the leases in it lapsed (not released). Bounded. */
+const lapsed = (backend: FairLockBackend, keys: LockRedisKeys): Promise<void> =>
+  waitFor(async () => !(await backend.isLocked(keys)), 3_000, 5);
+
+it("keeps a fair lock freed by the holder's lapsed lease for the head of the queue alike", async () => {
+  await onBoth('fair-lapse', async (backend, keys, t) => {
+    const fair = (token: string, ttl = 5_000, queue = true) =>
+      backend.fairAcquire(keys, token, ttl, queue, 5_000);
+    const h = await fair('h', 100);
+    t.log('granted' in h && t.fence(h.granted));
+    t.log(replyKind(await fair('w1'))); // queued behind h
+    await lapsed(backend, keys); // h's lease ran out: no release handed the lock on
+    const newcomer = await fair('n', 5_000, false);
+    expect(replyKind(newcomer)).toBe('retryAfterMs'); // free, but reserved for w1
+    t.log('retryAfterMs' in newcomer && t.pttl(newcomer.retryAfterMs, 1, 5_000));
+    t.log(await backend.isLocked(keys)); // still free: the newcomer did not take it
+    const head = await fair('w1');
+    expect(replyKind(head)).toBe('granted');
+    t.log('granted' in head && t.fence(head.granted));
+    t.log(await backend.fairRelease(keys, 'h')); // lapsed: not h's any more
+    t.log(await backend.fairRelease(keys, 'w1'));
+    await waitFor(() => t.heard.length === 1);
+    t.log(t.heard);
+  });
+});
+
+it("keeps a fair lock the last reader's lapsed share left free for the queued writer alike", async () => {
+  await onBoth('fair-lapse-read', async (backend, keys, t) => {
+    const reader = new LockRedisKeys(keys.lock, { type: 'shared' });
+    const fair = (token: string, queue = true) =>
+      backend.fairAcquire(keys, token, 5_000, queue, 5_000);
+    t.log(t.fence(await backend.acquire(reader, 'r1', 100)));
+    t.log(replyKind(await fair('w1'))); // a writer, queued behind the reader
+    await lapsed(backend, keys); // r1's share ran out: no release woke w1
+    const writer = await fair('n', false);
+    expect(replyKind(writer)).toBe('retryAfterMs'); // free, but reserved for w1
+    t.log('retryAfterMs' in writer && t.pttl(writer.retryAfterMs, 1, 5_000));
+    const share = await backend.acquire(reader, 'r2', 2_000);
+    expect(share).toBeLessThan(0); // readers stay behind the queued writer
+    t.log(t.pttl(-share, 1, 5_000));
+    t.log(await backend.isLocked(keys));
+    const head = await fair('w1');
+    expect(replyKind(head)).toBe('granted');
+    t.log('granted' in head && t.fence(head.granted));
+    t.log(await backend.release(reader, 'r1')); // lapsed: gone
+    t.log(await backend.fairRelease(keys, 'w1'));
+    await waitFor(() => t.heard.length === 1);
+    t.log(t.heard);
+  });
+});
+
 it('inspects, lists and evicts alike: holder records written, renewed, handed over and removed', async () => {
   await onBoth('inspect', async (backend, keys, t) => {
     const started = Date.now();
@@ -336,6 +390,34 @@ describe('fair semaphores', () => {
         t.log(await backend.fairRelease(keys, 'z'));
         t.log(await backend.isLocked(keys));
         await waitFor(() => t.heard.length === 3);
+      },
+      TWO,
+    );
+  });
+
+  it('keeps the places freed by lapsed leases for the live waiters, a newcomer refused, alike', async () => {
+    await onBoth(
+      'fair-permits-lapse-all',
+      async (backend, keys, t) => {
+        const fair = (token: string, ttl = 5_000, queue = true) =>
+          replyOf(t, backend.fairAcquire(keys, token, ttl, queue, 5_000), [1, 5_000]);
+        t.log(await fair('a', 100));
+        t.log(await fair('b', 100));
+        t.log(await fair('w1')); // full: queued
+        t.log(await fair('w2')); // queued behind w1
+        await lapsed(backend, keys); // both leases ran out: no release handed a place on
+        const newcomer = await fair('n', 5_000, false);
+        expect(newcomer).not.toHaveProperty('granted'); // both places kept for w1 and w2
+        t.log(newcomer);
+        t.log(await backend.isLocked(keys));
+        const heads = [await fair('w1'), await fair('w2')];
+        expect(heads.every((reply) => typeof reply === 'object' && 'granted' in reply!)).toBe(true);
+        t.log(heads);
+        t.log(await backend.fairRelease(keys, 'a')); // lapsed: not a's any more
+        t.log(await backend.fairRelease(keys, 'w1'));
+        t.log(await backend.fairRelease(keys, 'w2'));
+        await waitFor(() => t.heard.length === 2);
+        t.log(t.heard);
       },
       TWO,
     );

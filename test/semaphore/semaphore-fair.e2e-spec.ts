@@ -13,7 +13,9 @@ import {
 import { permitLimitKey } from '../../lib/backends/redis-permits';
 import { lockRedisKeys } from '../../lib/keys/lock-keys';
 import { fairPermitAcquireScript } from '../../lib/lua/fair-permit-acquire.script';
-import { onSharedRedis } from '../support/lock-services';
+import { onSharedRedis, warmedUp } from '../support/lock-services';
+import { SHARED_REDIS_URL } from '../support/shared-redis';
+import { closeAllProxies, startTcpProxy } from '../support/tcp-proxy';
 import { now, sleep, waitFor } from '../support/time';
 
 const PERMITS = 2;
@@ -140,6 +142,47 @@ describe('arrival order', () => {
     expect(await redis.exists(queueKey('kept'))).toBe(0);
     await Promise.all([first!.release(), second!.release()]);
     expect(await Promise.all(held.map((lock) => lock.release()))).toEqual([false, false]);
+  });
+});
+
+describe('a lapse while waiters queue', () => {
+  afterAll(() => closeAllProxies()); // also after a failure
+
+  it('keeps the places freed by lapsed leases for the live waiters: a newcomer gets null, the waiters get them next', async () => {
+    // Two slow waiters: their services reach Redis through a proxy that holds their tries back
+    // from before the lapse until the newcomer was refused (their tries at the lapse would
+    // otherwise take the places first). 5 s commandTimeout: a 10 s entry, not refreshed meanwhile.
+    // Connected first: the holders' 1 s leases are for queueing only.
+    const proxy = await startTcpProxy(Number(new URL(SHARED_REDIS_URL).port || 6379));
+    const slow = () => warmedUp(fair({ redis: proxy.url, commandTimeout: 5_000 }));
+    const [first, second] = [await slow(), await slow()];
+    const lapsing = fair();
+    const held = await Promise.all(
+      [1, 2].map(() => lapsing.acquire('lapse', { permits: PERMITS, ttl: 1_000, renew: false })),
+    );
+    const waiters = [
+      (await queuedAcquire(first, 'lapse', 0)).acquired,
+      (await queuedAcquire(second, 'lapse', 1)).acquired,
+    ];
+    proxy.blackhole();
+    try {
+      // The permits' key lives exactly as long as the latest lease in it.
+      await waitFor(async () => (await redis.pttl(permitsKey('lapse'))) === -2, 5_000, 2);
+      const newcomer = await fair().tryAcquire('lapse', { permits: PERMITS });
+      expect(newcomer?.token ?? null).toBeNull();
+      // Refused while both places were free: each is kept for a waiter.
+      expect(await redis.exists(permitsKey('lapse'))).toBe(0);
+      expect(await redis.zcard(queueKey('lapse'))).toBe(2);
+    } finally {
+      proxy.heal();
+    }
+    const locks = await Promise.all(waiters);
+    expect((await redis.zrange(permitsKey('lapse'), 0, -1)).sort()).toEqual(
+      locks.map((lock) => lock.token).sort(),
+    );
+    expect(await Promise.all(held.map((lock) => lock.release()))).toEqual([false, false]);
+    await Promise.all(locks.map((lock) => lock.release()));
+    await Promise.all([first.close(), second.close()]); // before their proxy goes
   });
 });
 
