@@ -1,8 +1,8 @@
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { LockSource } from '../locking/lock-source';
 import { bindLockSource, injectedLockSource, LOCK_SOURCE } from './locked-binding';
 import { getLockedSpec } from './locked-spec';
 import { providerSeenBy } from './module-lock-source';
+import { replaceFactory, type InstanceWrapper } from '../nest-internals';
 
 /** Marks a factory already wrapped (several explorers run when scoped modules are imported). */
 const WRAPPED = Symbol('nestjs-redis-lock:binds-factory-results');
@@ -40,7 +40,7 @@ export function bindFactoryResults(wrapper: InstanceWrapper): void {
     for (const made of wrapper.getStaticTransientInstances()) bind(made?.instance);
   }
   Object.defineProperty(wrapped, WRAPPED, { value: true });
-  wrapper.metatype = wrapped;
+  replaceFactory(wrapper, wrapped);
 }
 
 function hasLocked(instance: object): boolean {

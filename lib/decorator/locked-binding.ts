@@ -1,6 +1,7 @@
 import { Inject, Optional } from '@nestjs/common';
 import type { LockSource } from '../locking/lock-source';
 import { lockSourceFor } from '../locking/public-lock-source';
+import { NestMetadata } from '../nest-internals';
 
 /**
  * The token `RedisLockModule` provides its `LockService` under (an alias of it) for `@Locked`.
@@ -12,9 +13,6 @@ export const LOCK_SOURCE = Symbol.for('nestjs-redis-lock:lock-source');
 /** The hidden property of an instance that Nest injects `LOCK_SOURCE` into. */
 const INJECTED = Symbol.for('nestjs-redis-lock:injected-lock-source');
 
-/** Where Nest keeps a class's property injections (`@nestjs/common` constants; no deep import). */
-const PROPERTY_DEPS_METADATA = 'self:properties_metadata';
-
 /**
  * Asks Nest to inject, into every instance of the class it creates (any scope, a lazily loaded
  * module, a testing module), the LockService its own module sees. Optional: an instance whose
@@ -22,7 +20,8 @@ const PROPERTY_DEPS_METADATA = 'self:properties_metadata';
  * inherit the injection, so an override that calls `super` still locks.
  */
 export function injectLockSource(prototype: object): void {
-  const declared = (Reflect.getMetadata(PROPERTY_DEPS_METADATA, prototype.constructor) ?? []) as {
+  const declared = (Reflect.getMetadata(NestMetadata.propertyDeps, prototype.constructor) ??
+    []) as {
     key: string | symbol;
   }[];
   if (declared.some((dependency) => dependency.key === INJECTED)) return;

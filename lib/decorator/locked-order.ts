@@ -1,7 +1,5 @@
 import { LockedInterceptor } from './locked.interceptor';
-
-/** Where `@UseInterceptors()` lists a method's interceptors (`@nestjs/common` constants). */
-const INTERCEPTORS_METADATA = '__interceptors__';
+import { NestMetadata } from '../nest-internals';
 
 /**
  * Moves `LockedInterceptor` to the end of a `@Locked` method's interceptor list, so it runs last,
@@ -14,10 +12,10 @@ const INTERCEPTORS_METADATA = '__interceptors__';
  * list once.
  */
 export function orderLockedInterceptorLast(method: object): void {
-  const list: unknown = Reflect.getOwnMetadata(INTERCEPTORS_METADATA, method);
+  const list: unknown = Reflect.getOwnMetadata(NestMetadata.interceptors, method);
   if (!Array.isArray(list)) return;
   const at = list.lastIndexOf(LockedInterceptor);
   if (at === -1 || at === list.length - 1) return;
   const reordered = list.filter((interceptor) => interceptor !== LockedInterceptor);
-  Reflect.defineMetadata(INTERCEPTORS_METADATA, [...reordered, LockedInterceptor], method);
+  Reflect.defineMetadata(NestMetadata.interceptors, [...reordered, LockedInterceptor], method);
 }

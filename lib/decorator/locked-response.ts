@@ -2,18 +2,7 @@ import type { StreamableFile } from '@nestjs/common';
 import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockedCall } from '../locking/locked-call';
-
-/**
- * Nest's own metadata, read once when `@Locked` decorates a method (parameter decorators have run
- * by then): `{ '<paramtype>:<index>': { index } }` per method on the class, and `@Res()`'s
- * `passthrough` flag.
- */
-const ROUTE_ARGS_METADATA = '__routeArguments__';
-const RESPONSE_PASSTHROUGH_METADATA = '__responsePassthrough__';
-/** `RouteParamtypes.RESPONSE` and `.NEXT`; `WsParamtype.ACK` (13 in both enums). */
-const RESPONSE = 1;
-const NEXT = 2;
-const ACK = 13;
+import { HttpParamType, NestMetadata, WS_ACK_PARAM_TYPE } from '../nest-internals';
 
 /** How a route or gateway handler answers, when it does so itself. */
 export interface ResponseBinding {
@@ -42,16 +31,17 @@ export function getResponseBinding(method: object): ResponseBinding {
 
 export function readResponseBinding(target: object, method: string | symbol): ResponseBinding {
   const owner = typeof target === 'function' ? target : target.constructor;
+  // Read once when `@Locked` decorates a method: its parameter decorators have run by then.
   const params: Record<string, { index: number }> =
-    Reflect.getMetadata(ROUTE_ARGS_METADATA, owner, method) ?? {};
+    Reflect.getMetadata(NestMetadata.routeArgs, owner, method) ?? {};
   let answersItself = false;
   let ackIndex: number | undefined;
   for (const [name, param] of Object.entries(params)) {
     const type = Number(name.split(':')[0]);
-    if (type === RESPONSE || type === NEXT) answersItself = true;
-    else if (type === ACK) ackIndex = param.index;
+    if (type === HttpParamType.RESPONSE || type === HttpParamType.NEXT) answersItself = true;
+    else if (type === WS_ACK_PARAM_TYPE) ackIndex = param.index;
   }
-  const passthrough = Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, owner, method) === true;
+  const passthrough = Reflect.getMetadata(NestMetadata.responsePassthrough, owner, method) === true;
   return { sendsResponse: answersItself && !passthrough, ackIndex };
 }
 

@@ -1,6 +1,5 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import type { LockSource } from '../locking/lock-source';
@@ -16,12 +15,7 @@ import { assertProviderPlaceholders, getLockedSpec, type LockedSpec } from './lo
 import { providerSeenBy } from './module-lock-source';
 import { assertRoutePlaceholders } from './route-key-plan';
 import { isResolverMethod } from './route-parameters';
-
-/** `@WebSocketGateway()` and `@SubscribeMessage()` metadata (`@nestjs/websockets`, an optional peer). */
-const WS_GATEWAY = 'websockets:is_gateway';
-const WS_MESSAGE_HANDLER = 'websockets:message_mapping';
-/** What `@Cron()`, `@Interval()` and `@Timeout()` (`@nestjs/schedule`, an optional peer) store. */
-const SCHEDULER_TYPE = 'SCHEDULER_TYPE';
+import { NestMetadata, type InstanceWrapper } from '../nest-internals';
 
 /**
  * At bootstrap (as @nestjs/schedule's explorer does), finds every provider and controller with
@@ -84,13 +78,15 @@ export class LockedExplorer implements OnModuleInit {
     const locks = this.lockSourceOf(wrapper, instance, first.spec);
     if (locks !== lockSourceFor(this.locks)) return;
 
-    const gateway = wrapper.metatype ? Reflect.hasMetadata(WS_GATEWAY, wrapper.metatype) : false;
+    const gateway = wrapper.metatype
+      ? Reflect.hasMetadata(NestMetadata.gateway, wrapper.metatype)
+      : false;
     for (const { method, spec } of locked) {
       // A GraphQL resolver is keyed from what Nest binds to its parameters (`@Args`), like a route.
       const resolver = isResolverMethod(method);
       if (resolver) assertLockableResolver(spec, method);
       // A gateway's message handler is keyed from its message, like a route: not a provider method.
-      const wsHandler = gateway && Reflect.hasMetadata(WS_MESSAGE_HANDLER, method);
+      const wsHandler = gateway && Reflect.hasMetadata(NestMetadata.messageMapping, method);
       if (!isController && !wsHandler && !resolver) {
         assertProviderPlaceholders(spec);
       }
@@ -101,7 +97,7 @@ export class LockedExplorer implements OnModuleInit {
       // Read locks on Redlock, writer priority off in fair mode: refused now, not at a first call.
       // (A test double in LockService's place has no such module options: nothing to refuse.)
       if (isInternalLockSource(this.locks)) readWriteRequest(spec.options, this.locks.options);
-      if (Reflect.hasMetadata(SCHEDULER_TYPE, method)) warnIfTicksRunTwice(spec, locks);
+      if (Reflect.hasMetadata(NestMetadata.schedulerType, method)) warnIfTicksRunTwice(spec, locks);
       if (isController) {
         warnIfEventsDrop(
           method,

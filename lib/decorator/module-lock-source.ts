@@ -1,6 +1,5 @@
 import type { InjectionToken } from '@nestjs/common';
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import type { Module } from '@nestjs/core/injector/module';
+import type { InstanceWrapper, NestModule as Module } from '../nest-internals';
 
 /**
  * The provider of `token` that Nest's injector gives the providers of `module`: its own, else the

@@ -1,40 +1,29 @@
 import type { ParamBinding } from '../keys/param-names';
+import { GqlParamType, HttpParamType, NestMetadata, PAYLOAD_PARAM_TYPE } from '../nest-internals';
 
-/**
- * Nest's own metadata (`@nestjs/common`, `@nestjs/microservices`, `@nestjs/websockets` constants),
- * read by name so the optional transports need not be installed.
- */
-const ROUTE_ARGS_METADATA = '__routeArguments__';
-const CUSTOM_ROUTE_ARGS = '__customRouteArgs__';
-const PATH_METADATA = 'path';
-const METHOD_METADATA = 'method';
-const PATTERN_METADATA = 'microservices:pattern';
-const WS_MESSAGE_HANDLER = 'websockets:message_mapping';
-/** `@Query()`, `@Mutation()`, `@Subscription()` and `@ResolveField()` (`@nestjs/graphql`). */
-const GQL_RESOLVER_TYPE = 'graphql:resolver_type';
-const GQL_FIELD_RESOLVER = 'graphql:resolve_property';
-
-/** `RouteParamtypes` (HTTP); `RpcParamtype.PAYLOAD` and `WsParamtype.PAYLOAD` are 3 as well. */
+/** What an HTTP handler's parameter decorators bind, by their `RouteParamtypes` number. */
 const HTTP_TYPES: Record<number, { source?: RequestSource; label: string }> = {
-  0: { label: '@Req()' },
-  3: { source: 'body', label: '@Body' },
-  4: { source: 'query', label: '@Query' },
-  5: { source: 'params', label: '@Param' },
-  6: { source: 'headers', label: '@Headers' },
-  7: { label: '@Session()' },
-  8: { label: '@UploadedFile()' },
-  9: { label: '@UploadedFiles()' },
-  10: { label: '@HostParam()' },
-  11: { label: '@Ip()' },
-  12: { label: '@RawBody()' },
+  [HttpParamType.REQUEST]: { label: '@Req()' },
+  [HttpParamType.BODY]: { source: 'body', label: '@Body' },
+  [HttpParamType.QUERY]: { source: 'query', label: '@Query' },
+  [HttpParamType.PARAM]: { source: 'params', label: '@Param' },
+  [HttpParamType.HEADERS]: { source: 'headers', label: '@Headers' },
+  [HttpParamType.SESSION]: { label: '@Session()' },
+  [HttpParamType.FILE]: { label: '@UploadedFile()' },
+  [HttpParamType.FILES]: { label: '@UploadedFiles()' },
+  [HttpParamType.HOST]: { label: '@HostParam()' },
+  [HttpParamType.IP]: { label: '@Ip()' },
+  [HttpParamType.RAW_BODY]: { label: '@RawBody()' },
 };
-/** `GqlParamtype`: what a resolver's parameter decorators bind. */
-const GQL_TYPES: Record<number, string> = { 0: '@Parent()', 1: '@Context()', 2: '@Info()' };
-const GQL_ARGS = 3;
+/** What a resolver's parameter decorators bind, by their `GqlParamtype` number. */
+const GQL_TYPES: Record<number, string> = {
+  [GqlParamType.ROOT]: '@Parent()',
+  [GqlParamType.CONTEXT]: '@Context()',
+  [GqlParamType.INFO]: '@Info()',
+};
 
 /** `@Res()` and `@Next()`: nothing a key can be read from. */
-const HTTP_UNUSABLE = new Set([1, 2]);
-const PAYLOAD = 3;
+const HTTP_UNUSABLE = new Set<number>([HttpParamType.RESPONSE, HttpParamType.NEXT]);
 
 /** The parts of an HTTP request a template may name (`<body.userId>`). */
 export const REQUEST_SOURCES = ['params', 'query', 'body', 'headers', 'user'] as const;
@@ -69,11 +58,14 @@ export interface HandlerParameter {
  */
 export function handlerKind(handler: object): HandlerKind | undefined {
   if (isResolverMethod(handler)) return 'graphql';
-  if (Reflect.hasMetadata(METHOD_METADATA, handler) && Reflect.hasMetadata(PATH_METADATA, handler))
+  if (
+    Reflect.hasMetadata(NestMetadata.method, handler) &&
+    Reflect.hasMetadata(NestMetadata.path, handler)
+  )
     return 'http';
   if (
-    Reflect.hasMetadata(PATTERN_METADATA, handler) ||
-    Reflect.hasMetadata(WS_MESSAGE_HANDLER, handler)
+    Reflect.hasMetadata(NestMetadata.pattern, handler) ||
+    Reflect.hasMetadata(NestMetadata.messageMapping, handler)
   )
     return 'message';
   return undefined;
@@ -90,10 +82,10 @@ export function handlerParameters(
   names: ReadonlyMap<string, ParamBinding> | undefined,
 ): HandlerParameter[] {
   const metadata: Record<string, { index: number; data?: unknown }> =
-    Reflect.getMetadata(ROUTE_ARGS_METADATA, owner, method) ?? {};
+    Reflect.getMetadata(NestMetadata.routeArgs, owner, method) ?? {};
   const parameters: HandlerParameter[] = [];
   for (const [key, arg] of Object.entries(metadata)) {
-    const custom = key.includes(CUSTOM_ROUTE_ARGS);
+    const custom = key.includes(NestMetadata.customRouteArgs);
     const type = custom ? undefined : Number(key.split(':')[0]);
     const field = typeof arg.data === 'string' ? arg.data : undefined;
     const name = nameAt(names, arg.index);
@@ -103,7 +95,7 @@ export function handlerParameters(
     } else if (kind === 'graphql') {
       // `@Args` is what the client sends; the rest (parent, context, info) a key may read by name.
       parameters.push(
-        type === GQL_ARGS
+        type === GqlParamType.ARGS
           ? { ...base, source: 'args', label: `@Args(${quote(field)})` }
           : { ...base, label: GQL_TYPES[type!] ?? 'a resolver parameter' },
       );
@@ -111,7 +103,7 @@ export function handlerParameters(
       // Any parameter but the payload (the socket, the context, an ack) is what the server hands
       // the handler: a key may read it by its name, and must never look for it in the message.
       parameters.push(
-        type === PAYLOAD
+        type === PAYLOAD_PARAM_TYPE
           ? { ...base, source: 'payload', label: `@Payload(${quote(field)})` }
           : { ...base, label: 'a transport parameter (socket, context)' },
       );
@@ -127,17 +119,17 @@ export function handlerParameters(
 
 /** A method Nest's GraphQL module resolves: a query, mutation, subscription or field resolver. */
 export function isResolverMethod(handler: object): boolean {
-  return Reflect.hasMetadata(GQL_RESOLVER_TYPE, handler) || isFieldResolver(handler);
+  return Reflect.hasMetadata(NestMetadata.resolverType, handler) || isFieldResolver(handler);
 }
 
 /** A `@ResolveField()` method: Nest runs no interceptors for it unless told to. */
 export function isFieldResolver(handler: object): boolean {
-  return Reflect.getMetadata(GQL_FIELD_RESOLVER, handler) === true;
+  return Reflect.getMetadata(NestMetadata.resolveField, handler) === true;
 }
 
 /** A `@Subscription()` method: it returns an event stream, not a resolver's work. */
 export function isSubscription(handler: object): boolean {
-  return Reflect.getMetadata(GQL_RESOLVER_TYPE, handler) === 'Subscription';
+  return Reflect.getMetadata(NestMetadata.resolverType, handler) === 'Subscription';
 }
 
 function nameAt(names: ReadonlyMap<string, ParamBinding> | undefined, index: number) {
@@ -156,8 +148,8 @@ const quote = (field: string | undefined): string => (field === undefined ? '' :
 export function routeParams(controller: object, handler: object): Set<string> | undefined {
   const found = new Set<string>();
   for (const path of [
-    Reflect.getMetadata(PATH_METADATA, controller) as unknown,
-    Reflect.getMetadata(PATH_METADATA, handler) as unknown,
+    Reflect.getMetadata(NestMetadata.path, controller) as unknown,
+    Reflect.getMetadata(NestMetadata.path, handler) as unknown,
   ]) {
     for (const one of Array.isArray(path) ? path : [path ?? '']) {
       if (typeof one !== 'string') return undefined;

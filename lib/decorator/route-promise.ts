@@ -5,9 +5,7 @@ import type { LockedCall } from '../locking/locked-call';
 import type { LockSource, LockTarget } from '../locking/lock-source';
 import type { RunLockedOptions } from '../locking/run-locked-options';
 import { responseOver, streamOver, type ResponseBinding } from './locked-response';
-
-/** What `@Sse()` stores on a handler (the key `@nestjs/common` uses; no deep import, for ESM builds). */
-export const SSE_METADATA = '__sse__';
+import { NestMetadata } from '../nest-internals';
 
 /**
  * Whether a `@Locked` call is locked in Promise form: an HTTP route that answers with what it
@@ -25,7 +23,7 @@ export function locksAsPromise(
     type === 'http' &&
     !binding.sendsResponse &&
     !returnsObservable &&
-    Reflect.getMetadata(SSE_METADATA, handler) !== true
+    Reflect.getMetadata(NestMetadata.sse, handler) !== true
   );
 }
 

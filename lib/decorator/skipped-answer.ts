@@ -3,7 +3,7 @@ import type { AbstractHttpAdapter } from '@nestjs/core';
 import { EMPTY, of, type Observable } from 'rxjs';
 import { rawResponse, skippedAck, type ResponseBinding } from './locked-response';
 import type { LockedSpec } from './locked-spec';
-import { SSE_METADATA } from './route-promise';
+import { NestMetadata } from '../nest-internals';
 
 /**
  * The answer of a call skipped as busy: `undefined` (an empty 200/201), a 204 sent for a route
@@ -29,7 +29,7 @@ export function answerSkipped(
     replyNoContent(context.switchToHttp().getResponse<unknown>(), adapter);
     return of(undefined);
   }
-  const streams = Reflect.getMetadata(SSE_METADATA, context.getHandler()) === true;
+  const streams = Reflect.getMetadata(NestMetadata.sse, context.getHandler()) === true;
   return streams || spec.returnsObservable ? EMPTY : of(undefined);
 }
 

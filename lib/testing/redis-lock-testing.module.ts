@@ -1,11 +1,11 @@
 import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
-import { MODULE_METADATA } from '@nestjs/common/constants';
 import { MemoryLockBackend } from '../backends/memory.backend';
 import { RedisLockModule } from '../module/redis-lock.module';
 import { REDIS_LOCK_OPTIONS } from '../module/redis-lock.module-definition';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
 import { lockServiceOn } from './lock-service-on';
 import { LockService } from '../service/lock.service';
+import { NestMetadata } from '../nest-internals';
 
 /**
  * The options of `RedisLockModule.forRoot()` without the connection ones: the locks live in this
@@ -61,17 +61,17 @@ export class RedisLockTestingModule {
     return {
       module: RedisLockTestingModule,
       global: isGlobal,
-      imports: metadataOf<NonNullable<DynamicModule['imports']>>(MODULE_METADATA.IMPORTS),
+      imports: metadataOf<NonNullable<DynamicModule['imports']>>(NestMetadata.moduleImports),
       // RedisLockModule's own providers, its LockService swapped for the in-memory one: whatever
       // binds `@Locked` methods in the real module binds them here too.
       providers: [
         { provide: REDIS_LOCK_OPTIONS, useValue: serviceOptions },
         lockService,
-        ...metadataOf<Provider[]>(MODULE_METADATA.PROVIDERS).filter(
+        ...metadataOf<Provider[]>(NestMetadata.moduleProviders).filter(
           (provider) => !providesLockService(provider),
         ),
       ],
-      exports: metadataOf<NonNullable<DynamicModule['exports']>>(MODULE_METADATA.EXPORTS),
+      exports: metadataOf<NonNullable<DynamicModule['exports']>>(NestMetadata.moduleExports),
     };
   }
 }

@@ -3,14 +3,7 @@ import { LockLostError } from '../../errors/lock-lost.error';
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
 import { messages } from '../../errors/messages';
 import type { LockFailure } from '../../options/redis-lock-options';
-
-/**
- * `@EventPattern()` metadata of `@nestjs/microservices` (an optional peer, so read by name):
- * the handler type (`PatternHandler.EVENT` is 2) and its patterns.
- */
-const PATTERN_HANDLER_METADATA = 'microservices:handler_type';
-const PATTERN_METADATA = 'microservices:pattern';
-const EVENT_HANDLER = 2;
+import { EVENT_HANDLER_TYPE, NestMetadata } from '../../nest-internals';
 
 const logger = new Logger('RedisLock');
 
@@ -18,12 +11,12 @@ const logger = new Logger('RedisLock');
 export function isEventHandler(handler: unknown): boolean {
   return (
     typeof handler === 'function' &&
-    Reflect.getMetadata(PATTERN_HANDLER_METADATA, handler) === EVENT_HANDLER
+    Reflect.getMetadata(NestMetadata.patternHandler, handler) === EVENT_HANDLER_TYPE
   );
 }
 
 function patternOf(handler: object): string {
-  const patterns: unknown = Reflect.getMetadata(PATTERN_METADATA, handler);
+  const patterns: unknown = Reflect.getMetadata(NestMetadata.pattern, handler);
   const list = Array.isArray(patterns) ? patterns : [patterns];
   return list.map((pattern) => JSON.stringify(pattern)).join(', ');
 }

@@ -1,0 +1,290 @@
+/**
+ * Pins every piece of Nest's internals that `lib/nest-internals.ts` names, against the Nest
+ * packages `load` resolves: each metadata key is read back from what Nest's own decorator wrote
+ * (so a key that moved, or changed what it holds, fails here), each parameter type number is
+ * compared with the one Nest stores, and the injector's records and the factory patch are used as
+ * the explorer uses them, on a real application context.
+ *
+ * Plain CommonJS, so it runs unchanged in the unit suite (NestJS 11, `lib/nest-internals.spec.ts`)
+ * and in `compat/nest-internals.sh`, beside NestJS 10 and 12 installs.
+ *
+ * @param {typeof import('../lib/nest-internals')} internals
+ * @param {(name: string) => any} load  `require`, from where the Nest packages are installed
+ * @returns {Promise<{ name: string, ok: boolean, detail?: string }[]>}
+ */
+async function checkNestInternals(internals, load) {
+  load('reflect-metadata');
+  const { NestMetadata: K, HttpParamType, GqlParamType } = internals;
+  const common = load('@nestjs/common');
+  const results = [];
+  const check = async (name, run) => {
+    try {
+      const answer = await run();
+      results.push(answer === true ? { name, ok: true } : { name, ok: false, detail: answer });
+    } catch (error) {
+      results.push({ name, ok: false, detail: String(error && error.stack ? error.stack : error) });
+    }
+  };
+  const same = (read, expected) =>
+    JSON.stringify(read) === JSON.stringify(expected) ||
+    `read ${JSON.stringify(read)}, expected ${JSON.stringify(expected)}`;
+
+  /** A class with one method `m`, decorated by `decorate` as TypeScript would. */
+  const withMethod = (...decorators) => {
+    class Target {
+      m() {}
+    }
+    for (const decorate of decorators.reverse()) {
+      const descriptor = Object.getOwnPropertyDescriptor(Target.prototype, 'm');
+      const next = decorate(Target.prototype, 'm', descriptor);
+      if (next) Object.defineProperty(Target.prototype, 'm', next);
+    }
+    return Target;
+  };
+  /** The `type` numbers of the route arguments Nest recorded for `m`, by parameter index. */
+  const argTypes = (Target) => {
+    const args = Reflect.getMetadata(K.routeArgs, Target, 'm') || {};
+    return Object.fromEntries(
+      Object.entries(args).map(([key, arg]) => [arg.index, key.split(':')[0]]),
+    );
+  };
+  const param = (decorator, index) => (target, key) => void decorator(target, key, index);
+
+  await check('interceptors: @UseInterceptors() lists them on the method, in order', () => {
+    class A {}
+    class B {}
+    const Target = withMethod(common.UseInterceptors(A, B));
+    return same(Reflect.getOwnMetadata(K.interceptors, Target.prototype.m), [A, B]);
+  });
+
+  await check('routeArgs + HttpParamType: each HTTP parameter decorator and its number', () => {
+    const decorators = {
+      REQUEST: common.Req(),
+      RESPONSE: common.Res(),
+      NEXT: common.Next(),
+      BODY: common.Body(),
+      QUERY: common.Query(),
+      PARAM: common.Param('id'),
+      HEADERS: common.Headers(),
+      SESSION: common.Session(),
+      FILE: common.UploadedFile(),
+      FILES: common.UploadedFiles(),
+      HOST: common.HostParam(),
+      IP: common.Ip(),
+      RAW_BODY: common.RawBody(),
+    };
+    const names = Object.keys(decorators);
+    const Target = withMethod(...names.map((name, index) => param(decorators[name], index)));
+    const read = argTypes(Target);
+    const expected = Object.fromEntries(names.map((name, i) => [i, String(HttpParamType[name])]));
+    const data = Reflect.getMetadata(K.routeArgs, Target, 'm')[`${HttpParamType.PARAM}:5`];
+    return same(read, expected) === true ? same(data && data.data, 'id') : same(read, expected);
+  });
+
+  await check('customRouteArgs: a createParamDecorator() entry is named with it', () => {
+    const User = common.createParamDecorator(() => 'user');
+    const Target = withMethod(param(User(), 0));
+    const keys = Object.keys(Reflect.getMetadata(K.routeArgs, Target, 'm') || {});
+    return keys.some((key) => key.includes(K.customRouteArgs)) || `keys ${keys.join(', ')}`;
+  });
+
+  await check('responsePassthrough: @Res({ passthrough: true }) sets it on (class, method)', () => {
+    const Target = withMethod(param(common.Res({ passthrough: true }), 0));
+    return same(Reflect.getMetadata(K.responsePassthrough, Target, 'm'), true);
+  });
+
+  await check('sse: @Sse() marks the handler', () => {
+    const Target = withMethod(common.Sse('events'));
+    return same(Reflect.getMetadata(K.sse, Target.prototype.m), true);
+  });
+
+  await check('path + method: @Controller() and @Get() store the path and the HTTP method', () => {
+    const Target = withMethod(common.Get('orders/:id'));
+    common.Controller('shop')(Target);
+    return same(
+      [
+        Reflect.getMetadata(K.path, Target),
+        Reflect.getMetadata(K.path, Target.prototype.m),
+        Reflect.getMetadata(K.method, Target.prototype.m),
+      ],
+      ['shop', 'orders/:id', common.RequestMethod.GET],
+    );
+  });
+
+  await check('propertyDeps: @Inject() on a property lists { key, type }', () => {
+    class Target {}
+    common.Inject('TOKEN')(Target.prototype, 'dependency');
+    const read = Reflect.getMetadata(K.propertyDeps, Target) || [];
+    return same(
+      read.map((entry) => [entry.key, entry.type]),
+      [['dependency', 'TOKEN']],
+    );
+  });
+
+  await check('moduleImports/Providers/Exports: @Module() lists', () => {
+    class Imported {}
+    class Provided {}
+    class Target {}
+    common.Module({ imports: [Imported], providers: [Provided], exports: [Provided] })(Target);
+    return same(
+      [K.moduleImports, K.moduleProviders, K.moduleExports].map((key) =>
+        (Reflect.getMetadata(key, Target) || []).map((item) => item.name),
+      ),
+      [['Imported'], ['Provided'], ['Provided']],
+    );
+  });
+
+  await check('pattern + patternHandler + payload: @MessagePattern(), @EventPattern()', () => {
+    const micro = load('@nestjs/microservices');
+    const Message = withMethod(micro.MessagePattern('orders.place'), param(micro.Payload(), 0));
+    const Event = withMethod(micro.EventPattern('orders.placed'));
+    return same(
+      [
+        Reflect.getMetadata(K.pattern, Message.prototype.m),
+        Reflect.getMetadata(K.patternHandler, Message.prototype.m) === internals.EVENT_HANDLER_TYPE,
+        Reflect.getMetadata(K.patternHandler, Event.prototype.m) === internals.EVENT_HANDLER_TYPE,
+        argTypes(Message)[0],
+      ],
+      [['orders.place'], false, true, String(internals.PAYLOAD_PARAM_TYPE)],
+    );
+  });
+
+  await check('gateway + messageMapping + payload (+ ack): @nestjs/websockets', () => {
+    const ws = load('@nestjs/websockets');
+    const params = [param(ws.MessageBody(), 0)];
+    // `@Ack()` came with Nest 11; before it a gateway had no acknowledgement parameter to find.
+    if (ws.Ack) params.push(param(ws.Ack(), 1));
+    const Target = withMethod(ws.SubscribeMessage('place'), ...params);
+    ws.WebSocketGateway()(Target);
+    const types = argTypes(Target);
+    return same(
+      [
+        Reflect.getMetadata(K.gateway, Target),
+        Reflect.getMetadata(K.messageMapping, Target.prototype.m),
+        types[0],
+        ws.Ack ? types[1] : 'absent',
+      ],
+      [
+        true,
+        true,
+        String(internals.PAYLOAD_PARAM_TYPE),
+        ws.Ack ? String(internals.WS_ACK_PARAM_TYPE) : 'absent',
+      ],
+    );
+  });
+
+  await check('resolverType + resolveField + GqlParamType: @nestjs/graphql', () => {
+    const gql = load('@nestjs/graphql');
+    const Query = withMethod(
+      gql.Query(() => String),
+      param(gql.Args('id'), 0),
+      param(gql.Context(), 1),
+      param(gql.Info(), 2),
+    );
+    const Field = withMethod(
+      gql.ResolveField(() => String),
+      param(gql.Parent(), 0),
+    );
+    const Sub = withMethod(gql.Subscription(() => String));
+    return same(
+      [
+        Reflect.getMetadata(K.resolverType, Query.prototype.m),
+        Reflect.getMetadata(K.resolverType, Sub.prototype.m),
+        Reflect.getMetadata(K.resolveField, Field.prototype.m),
+        argTypes(Query),
+        argTypes(Field)[0],
+      ],
+      [
+        'Query',
+        'Subscription',
+        true,
+        {
+          0: String(GqlParamType.ARGS),
+          1: String(GqlParamType.CONTEXT),
+          2: String(GqlParamType.INFO),
+        },
+        String(GqlParamType.ROOT),
+      ],
+    );
+  });
+
+  await check('schedulerType: @Cron(), @Interval() and @Timeout() mark the method', () => {
+    const schedule = load('@nestjs/schedule');
+    const jobs = [schedule.Cron('* * * * * *'), schedule.Interval(1000), schedule.Timeout(1000)];
+    return same(
+      jobs.map((job) => Reflect.hasMetadata(K.schedulerType, withMethod(job).prototype.m)),
+      [true, true, true],
+    );
+  });
+
+  await check('injector records + replaceFactory: read and patched as the explorer does', () =>
+    checkInjector(internals, load, same),
+  );
+  return results;
+}
+
+/**
+ * A module that imports a module exporting a provider, and a request-scoped factory provider: the
+ * records the explorer reads (`providers`, `imports`, `exports`, `id`, `metatype`, `host`,
+ * `inject`, `isDependencyTreeStatic()`, `isTransient`, `getStaticTransientInstances()`) answer as it
+ * expects, and a factory replaced through `replaceFactory` is the one Nest calls per request.
+ */
+async function checkInjector(internals, load, same) {
+  const common = load('@nestjs/common');
+  const core = load('@nestjs/core');
+  class Shared {}
+  class Exporter {}
+  common.Module({ providers: [Shared], exports: [Shared] })(Exporter);
+  const perRequest = {
+    provide: 'PER_REQUEST',
+    scope: common.Scope.REQUEST,
+    inject: [Shared],
+    useFactory: () => 'original',
+  };
+  class App {}
+  common.Module({ imports: [Exporter], providers: [perRequest] })(App);
+  const app = await core.NestFactory.createApplicationContext(App, { logger: false });
+  try {
+    const modules = [...app.get(core.ModulesContainer).values()];
+    const appModule = modules.find((module) => module.metatype === App);
+    const exporter = modules.find((module) => module.metatype === Exporter);
+    const wrapper = appModule.providers.get('PER_REQUEST');
+    const imported = [...appModule.imports].find((module) => module && module.id === exporter.id);
+    const read = [
+      typeof appModule.id,
+      imported === exporter,
+      exporter.exports.has(Shared),
+      exporter.providers.has(Shared),
+      appModule.exports.has(Exporter),
+      wrapper.host === appModule,
+      Array.isArray(wrapper.inject),
+      typeof wrapper.metatype,
+      wrapper.isDependencyTreeStatic(),
+      wrapper.isTransient,
+      Array.isArray(wrapper.getStaticTransientInstances()),
+    ];
+    const expected = [
+      'string',
+      true,
+      true,
+      true,
+      false,
+      true,
+      true,
+      'function',
+      false,
+      false,
+      true,
+    ];
+    const records = same(read, expected);
+    if (records !== true) return `records: ${records}`;
+    const original = wrapper.metatype;
+    internals.replaceFactory(wrapper, (...args) => `patched(${String(original(...args))})`);
+    const built = await app.resolve('PER_REQUEST', core.ContextIdFactory.create());
+    return same(built, 'patched(original)');
+  } finally {
+    await app.close();
+  }
+}
+
+module.exports = { checkNestInternals };
