@@ -44,6 +44,7 @@ describe('the lock source paths', () => {
       signal: new AbortController().signal,
       extend: async () => undefined,
       release: async () => true,
+      [Symbol.asyncDispose]: async () => undefined,
     };
     jest.spyOn(service, 'acquire').mockResolvedValue(fake);
     await expect(runLocked(service, 'k', { onBusy: 'throw' }, () => 'ran')).resolves.toBe('ran');

@@ -245,6 +245,18 @@ export class HeldLock implements LockHandle {
     return this.released;
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release().then(
+      () => undefined,
+      (error: unknown) => this.reportReleaseFailed(error),
+    );
+  }
+
+  /** Logs a release that failed where nobody awaits it (a disposed handle, a multi-key set). */
+  reportReleaseFailed(error: unknown): void {
+    this.operations.reportReleaseFailed(this, error);
+  }
+
   private releaseOnce(): Promise<boolean> {
     // Stop renewal first: a renewal already sent reaches Redis before this DEL (same connection).
     this.operations.untrack(this);

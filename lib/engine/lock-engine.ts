@@ -170,6 +170,10 @@ export class LockEngine implements LockOperations<HeldLock> {
     this.lifecycle.released(lock);
   }
 
+  reportReleaseFailed(lock: HeldLock, error: unknown): void {
+    this.logger.warn(messages.releaseFailed(lock.key, String(error)));
+  }
+
   rescheduled(lock: HeldLock): void {
     this.watchdog.reschedule(lock);
   }

@@ -36,4 +36,11 @@ export interface LockHandle {
    * (expired, taken over, or its deadline passed) — then `signal` is aborted as well.
    */
   release(): Promise<boolean>;
+  /**
+   * `await using lock = await locks.acquire(key)` releases the lock when the scope ends, as
+   * `release()` does — also when the scope ends by a throw. Never rejects, so it never replaces
+   * the scope's own error: a release that failed is logged (the lease frees the key), and a loss
+   * is on `signal` and the `'lost'` event, as with `withLock(…, { onLost: 'log' })`.
+   */
+  [Symbol.asyncDispose](): Promise<void>;
 }

@@ -22,6 +22,8 @@ export interface LockOperations<Lock> {
   reportLost(lock: Lock, error: LockLostError, handle?: LockHandle): void;
   /** Reports a release of a lock that was still ours (event + telemetry). */
   reportReleased(lock: Lock): void;
+  /** Reports a release that failed (Redis out of reach) where nobody awaits it: logged. */
+  reportReleaseFailed(lock: Lock, error: unknown): void;
   /** The lease or its deadline changed (`extend`): the watchdog must look at it again. */
   rescheduled(lock: Lock): void;
 }

@@ -111,6 +111,13 @@ export class MultiLock implements MultiLockHandle {
     return this.released;
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release().then(
+      () => undefined,
+      (error: unknown) => this.parts[0].reportReleaseFailed(error),
+    );
+  }
+
   /** One key was lost: the set is (signal aborted once, with its error); free the others. */
   private lose(error: LockLostError): void {
     if (this.lostError) return;

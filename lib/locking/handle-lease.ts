@@ -3,6 +3,7 @@ import type { LockHandle } from '../engine/lock-handle';
 import { LockLostError } from '../errors/lock-lost.error';
 import type { LeaseKind } from '../keys/lease-kind';
 import type { HeldLease } from './held-lease';
+import { releaseQuietly } from './holds';
 
 const logger = new Logger('RedisLock');
 
@@ -76,5 +77,9 @@ export class HandleLease implements HeldLease {
 
   async release(): Promise<boolean> {
     return (await this.handle.release?.()) ?? true;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await releaseQuietly(this);
   }
 }

@@ -90,6 +90,11 @@ export class ScopedLock implements MultiLockHandle {
     return (await this.hold.end()) === undefined;
   }
 
+  /** Ends this hold when an `await using` scope ends; never rejects (`end()` never does). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
   /**
    * The hold ended (before the release): aborts the signal with `reason`, by default an
    * `AbortError` built only if someone reads the signal (most holds end unobserved).

@@ -28,6 +28,7 @@ export function fakeOperations(
     drift: () => drift,
     reportLost: (_lock, error) => void lost.push(error),
     reportReleased: () => undefined,
+    reportReleaseFailed: () => undefined,
     rescheduled: (lock) => watchdog.reschedule(lock),
   };
 }

@@ -68,6 +68,7 @@ class AppModule {}
 /** A hand-made handle: what `acquire` resolves to in a test. */
 function fakeHandle(key: string): LockHandle & { release: jest.Mock } {
   return {
+    [Symbol.asyncDispose]: async () => undefined,
     key,
     token: 'test-token',
     fence: 1,
