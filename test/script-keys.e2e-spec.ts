@@ -1,0 +1,241 @@
+/**
+ * Every key a Lua script touches is declared in its KEYS — what a Cluster needs to route a script,
+ * and what servers that enforce it (Dragonfly, for one) require. Redis does not enforce it, so this
+ * suite checks it: it runs every lock operation of every kind, plain and fair, on one node and on
+ * Redlock, against private `redis-server`s watched by MONITOR, which shows each script call with
+ * its KEYS and then every command the script ran. The server itself (`COMMAND GETKEYS`) says which
+ * arguments of those commands are keys; each must be one of the script call's KEYS. Every script
+ * in lib/lua must have run at least once, so a new script without a case here fails too. The
+ * control: a script that reads a key it did not declare is caught by the same check.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
+import Redis from 'ioredis';
+import type { RedisLockModuleOptions } from 'nestjs-redis-lock';
+import { LuaScript } from '../lib/lua/lua-script';
+import { lockServices, warmedUp } from './support/lock-services';
+import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
+import { sleep, waitFor } from './support/time';
+import { uniquePrefix } from './support/unique-prefix';
+
+/** One command the server ran: from a client (a script call, say) or from inside a script. */
+interface Monitored {
+  args: string[];
+  fromScript: boolean;
+}
+
+/** A script call and the commands it ran. */
+interface ScriptRun {
+  script: string;
+  keys: string[];
+  commands: string[][];
+}
+
+/** Every LuaScript that lib/lua exports, by SHA1 of its body. */
+function scriptsBySha(): Map<string, string> {
+  const dir = join(__dirname, '../lib/lua');
+  const found = new Map<string, string>();
+  for (const file of readdirSync(dir).filter((name) => name.endsWith('.script.ts'))) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- every script file, by name
+    const exported = require(join(dir, file)) as Record<string, unknown>;
+    for (const value of Object.values(exported)) {
+      if (value instanceof LuaScript) found.set(value.sha, value.name);
+    }
+  }
+  return found;
+}
+
+/** Records what a server runs, from now until `stop()`. */
+async function monitor(server: RedisServer): Promise<{ stop(): Promise<Monitored[]> }> {
+  const client = new Redis(server.url);
+  const seen: Monitored[] = [];
+  const feed = await client.monitor();
+  feed.on('monitor', (_time: string, args: string[], source: string) => {
+    seen.push({ args: args.map(String), fromScript: source === 'lua' });
+  });
+  return {
+    /** Stops once the log has caught up: a marker sent after everything else has come through. */
+    async stop() {
+      const marker = `monitor-end-${Math.random()}`;
+      await client.duplicate().echo(marker);
+      await waitFor(() => seen.some((entry) => entry.args.includes(marker)), 5_000);
+      feed.disconnect();
+      client.disconnect();
+      return seen;
+    },
+  };
+}
+
+/** Groups a monitor log into script calls and the commands each ran (they follow it in order). */
+function scriptRuns(log: Monitored[], shas: Map<string, string>): ScriptRun[] {
+  const runs: ScriptRun[] = [];
+  let current: ScriptRun | undefined;
+  for (const entry of log) {
+    const [name = '', ...rest] = entry.args;
+    if (entry.fromScript) {
+      current?.commands.push(entry.args);
+      continue;
+    }
+    const command = name.toLowerCase();
+    if (command === 'evalsha' || command === 'eval') {
+      const [body = '', count = '0', ...more] = rest;
+      const script = command === 'evalsha' ? (shas.get(body) ?? body) : 'eval';
+      current = { script, keys: more.slice(0, Number(count)), commands: [] };
+      runs.push(current);
+    } else {
+      current = undefined;
+    }
+  }
+  return runs;
+}
+
+/** The commands of each run whose keys (as the server finds them) are not among its KEYS. */
+async function undeclaredKeys(server: RedisServer, runs: ScriptRun[]): Promise<string[]> {
+  const client = new Redis(server.url);
+  const problems = new Set<string>();
+  const keysOf = new Map<string, string[]>();
+  try {
+    for (const run of runs) {
+      for (const command of run.commands) {
+        const shape = JSON.stringify(command);
+        let keys = keysOf.get(shape);
+        if (!keys) {
+          keys = (
+            (await client.call('COMMAND', 'GETKEYS', ...command).catch(() => [])) as string[]
+          ).map(String);
+          keysOf.set(shape, keys);
+        }
+        for (const key of keys) {
+          if (!run.keys.includes(key)) {
+            problems.add(`${run.script}: ${command[0]} touches ${key}, not in KEYS`);
+          }
+        }
+      }
+    }
+  } finally {
+    client.disconnect();
+  }
+  return [...problems];
+}
+
+const prefix = uniquePrefix('script-keys');
+const services = lockServices({ prefix });
+
+beforeAll(() => {
+  // Forced releases are reported as losses, and Redlock warns of the short test ttl: expected.
+  jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+});
+afterAll(async () => {
+  await services.closeAll();
+  await stopAllRedis();
+  jest.restoreAllMocks();
+});
+
+/** How many commands the scripts ran: the log must have seen their insides, not only the calls. */
+const commandCount = (runs: ScriptRun[]) => runs.reduce((sum, run) => sum + run.commands.length, 0);
+
+/** Every operation of every kind, on two instances of one store (`options` picks the store). */
+async function everyOperation(options: RedisLockModuleOptions, fair: boolean): Promise<void> {
+  const a = await warmedUp(services.create({ ...options, fair, ttl: 300 }));
+  const b = await warmedUp(services.create({ ...options, fair, ttl: 300 }));
+  const redlock = options.redlock !== undefined;
+
+  // A mutex: granted, busy, extended, renewed by the watchdog, released; a waiter handed it.
+  const mutex = await a.acquire('mutex');
+  expect(await b.tryAcquire('mutex')).toBeNull();
+  await mutex.extend(600);
+  await sleep(250); // the watchdog's renewal (every ttl / 3)
+  const waiter = b.acquire('mutex', { wait: 3_000 });
+  await sleep(30);
+  await mutex.release();
+  await (await waiter).release();
+
+  // Multi-key: all at once (or one by one where that is the way).
+  const pair = await a.acquire(['pair:a', 'pair:b']);
+  await pair.release();
+
+  if (!redlock) {
+    // Readers: shared, extended, renewed; a writer that waits for them, and one that gives up.
+    const reader = await a.acquire('doc', { mode: 'read' });
+    await reader.extend(600);
+    await sleep(250);
+    await expect(b.acquire('doc', { wait: 150 })).rejects.toThrow();
+    const writer = b.acquire('doc', { wait: 3_000 });
+    await sleep(30);
+    await reader.release();
+    await (await writer).release();
+
+    // Permits: taken, extended, renewed, one waiting for a free place, released.
+    const one = await a.acquire('pool', { permits: 1 });
+    await one.extend(600);
+    await sleep(250);
+    const next = b.acquire('pool', { permits: 1, wait: 3_000 });
+    await sleep(30);
+    await one.release();
+    await (await next).release();
+  }
+
+  // Operators: inspect, isLocked, list, forced release and eviction of every kind.
+  const held = await a.acquire('ops');
+  await b.inspect('ops');
+  await b.isLocked('ops');
+  await b.list();
+  await b.forceRelease('ops');
+  expect(held.isHeld).toBe(true); // it learns at its next renewal
+  await a.acquire('ops-2');
+  await b.evict('ops-2');
+}
+
+describe('every key a script touches is in its KEYS', () => {
+  const shas = scriptsBySha();
+  const ran = new Set<string>();
+
+  it('on one Redis, plain and fair mode', async () => {
+    const server = await startRedis();
+    const watch = await monitor(server);
+    await everyOperation({ redis: server.url }, false);
+    await everyOperation({ redis: server.url }, true);
+    const runs = scriptRuns(await watch.stop(), shas);
+    for (const run of runs) ran.add(run.script);
+    expect(commandCount(runs)).toBeGreaterThan(100);
+    expect(await undeclaredKeys(server, runs)).toEqual([]);
+  });
+
+  it('on Redlock (3 primaries)', async () => {
+    const nodes = await Promise.all([startRedis(), startRedis(), startRedis()]);
+    const watches = await Promise.all(nodes.map(monitor));
+    await everyOperation(
+      { redlock: { nodes: nodes.map((node) => node.url), restartGrace: 0 } },
+      false,
+    );
+    for (const [i, watch] of watches.entries()) {
+      const runs = scriptRuns(await watch.stop(), shas);
+      for (const run of runs) ran.add(run.script);
+      expect(commandCount(runs)).toBeGreaterThan(20);
+      expect(await undeclaredKeys(nodes[i]!, runs)).toEqual([]);
+    }
+  });
+
+  it('ran every script of lib/lua', () => {
+    const never = [...shas.values()].filter((name) => !ran.has(name));
+    expect(never).toEqual([]);
+    expect(shas.size).toBeGreaterThanOrEqual(20);
+  });
+
+  it('control: a script that touches a key it did not declare is caught', async () => {
+    const server = await startRedis();
+    const watch = await monitor(server);
+    const client = new Redis(server.url);
+    await client.eval(
+      "redis.call('GET', KEYS[1]); return redis.call('EXISTS', KEYS[1] .. ':other')",
+      1,
+      'lock:{k}',
+    );
+    client.disconnect();
+    const runs = scriptRuns(await watch.stop(), shas);
+    expect(await undeclaredKeys(server, runs)).toEqual([
+      'eval: EXISTS touches lock:{k}:other, not in KEYS',
+    ]);
+  });
+});
