@@ -29,6 +29,7 @@ export default tseslint.config(
             'compat/*.js',
             'test/support/*.js',
             'tools/*.js',
+            'sample-app/image/*.js',
           ],
           // One default project per plain JS file; there are more than the default cap of 8.
           maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 32,

@@ -1,4 +1,8 @@
-/** Two projects: fast unit specs beside the code, and e2e/fault suites against real Redis. */
+/**
+ * Two projects: fast unit specs beside the code, and e2e/fault suites against real Redis. The
+ * suites that need test-only server binaries run only with `TEST_MATRIX=1` (tools/matrix-only.js).
+ */
+const matrixOnly = process.env.TEST_MATRIX === '1' ? [] : require('./tools/matrix-only');
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.jest.json' }];
 const shared = {
   testEnvironment: 'node',
@@ -18,6 +22,7 @@ module.exports = {
       ...shared,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      testPathIgnorePatterns: ['/node_modules/', ...matrixOnly],
       globalSetup: '<rootDir>/test/support/global-setup.js',
       setupFilesAfterEnv: ['<rootDir>/test/support/fail-on-unhandled.ts'],
     },

@@ -3,6 +3,9 @@
 # Node's require(esm)) and ioredis 6, outside jest, from a CommonJS and from an ESM consumer:
 #   build -> npm pack -> fresh install of compat/package.json + the tarball in a temp dir
 #   -> check.js (CommonJS) -> tsc + esm/dist/check.js (a "type": "module" NestJS 12 app, compat/esm/)
+#   -> health-check.js (the health entry on @nestjs/terminus 12)
+#   -> install-lines.js (every docs install line, npm install --dry-run beside NestJS 10, 11, 12)
+#   -> the README's quick start on the tarball, on NestJS 12, 11 and 10 (tools/check-quickstart.js)
 # The temp dir lives outside the repo, so nothing can fall back to the root node_modules (NestJS 11,
 # ioredis 5). Env: REDIS_URL (default redis://127.0.0.1:6379), KEEP_COMPAT_DIR=1 keeps the temp dir.
 set -euo pipefail
@@ -87,8 +90,34 @@ t0="$(now)"
 (cd "$WORK/app/esm" && timeout 90 node dist/check.js) | tee "$WORK/esm-check.log"
 t_esm_check="$(since "$t0")"
 
+# The health entry on NestJS 12 with @nestjs/terminus 12 (check.js above needs terminus absent).
+STEP="health on terminus 12"
+t0="$(now)"
+cp "$COMPAT/health-check.js" "$WORK/app/"
+(cd "$WORK/app" && npm install --no-audit --no-fund --loglevel=error @nestjs/terminus@12 &&
+  timeout 90 node health-check.js) | tee "$WORK/health.log"
+t_health="$(since "$t0")"
+
+# Every npm install line of README.md and docs/ resolves beside each NestJS major it is for
+# (npm install --dry-run against the registry, nothing installed): compat/install-lines.js.
+STEP="install lines"
+t0="$(now)"
+(cd "$ROOT" && node compat/install-lines.js "$TARBALL") | tee "$WORK/install-lines.log"
+t_install_lines="$(since "$t0")"
+
+# The README's quick start, extracted from the README and run on the same tarball in empty
+# folders, on each NestJS major the README claims (tools/check-quickstart.js).
+STEP="quick start"
+t0="$(now)"
+(cd "$ROOT" && node tools/check-quickstart.js "$TARBALL") | tee "$WORK/quickstart.log"
+t_quickstart="$(since "$t0")"
+
 STEP="summary"
 echo "compat: timings: build ${t_build}, pack ${t_pack}, install ${t_install}, check ${t_check}," \
-  "esm tsc ${t_esm_tsc}, esm check ${t_esm_check}"
+  "esm tsc ${t_esm_tsc}, esm check ${t_esm_check}, health ${t_health}," \
+  "install lines ${t_install_lines}, quick start ${t_quickstart}"
 grep -E '^compat: NestJS .* passed, .* failed$' "$WORK/check.log" | tail -n 1
 grep -E '^compat esm: NestJS .* passed, .* failed$' "$WORK/esm-check.log" | tail -n 1
+grep -E '^compat health: .* passed, .* failed$' "$WORK/health.log" | tail -n 1
+grep -E '^install-lines: .* passed, .* failed$' "$WORK/install-lines.log" | tail -n 1
+grep -E '^quickstart: Nest .*: ok' "$WORK/quickstart.log" | tail -n 1

@@ -225,7 +225,7 @@ async function findRedis(): Promise<{ url: string; stop(): Promise<void> }> {
       `\nThe demo needs Redis: nothing answered at ${url} (REDIS_URL), and starting a local ` +
         `redis-server failed (${error instanceof Error ? error.message : String(error)}).\n\n` +
         'Get one of these, then run `npm run demo` again:\n' +
-        '  docker compose up -d redis            # Redis 7 on 127.0.0.1:6379\n' +
+        '  docker run -d -p 127.0.0.1:6379:6379 redis:7   # Redis 7 on 127.0.0.1:6379\n' +
         '  sudo apt-get install redis-server     # Debian/Ubuntu (brew install redis on macOS)\n' +
         '  REDIS_URL=redis://host:6379 npm run demo   # a Redis you already run\n',
     );

@@ -53,6 +53,8 @@ SUBSET=(
 # A Cluster on the two ends that differ most: 6.2 (classic pub/sub only) and Valkey (sharded).
 CLUSTER=(test/topology/cluster.e2e-spec.ts)
 wants_cluster() { [[ "$1" == redis-6.2.16 || "$1" == valkey-8.0.1 ]]; }
+# Run once, on the shared Redis (REDIS_URL), with the 6.2 binary for the servers they start.
+MATRIX_ONLY=(test/topology/redis62.e2e-spec.ts)
 
 banner() {
   local line="=================================================================================="
@@ -75,7 +77,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     "missing: ${missing[*]}" \
     "looked for <version>/redis-server at: $VERSIONS_DIR" \
     "set REDIS_VERSIONS_DIR to the folder that holds them (see CONTRIBUTING.md)." \
-    "Only Redis 7.0 (npm test) was tested here."
+    "Only Redis 7.0 (npm test) was tested here; not run: ${MATRIX_ONLY[*]}."
   if [[ "$REQUIRE_MATRIX" == "1" ]]; then
     echo "test:matrix: FAILED — REQUIRE_MATRIX=1 (the default when CI=true) and binaries are missing" >&2
     exit 1
@@ -162,6 +164,22 @@ for version in "${VERSIONS[@]}"; do
   echo "test:matrix: $line"
   rows+=("$line")
 done
+
+if [[ " ${VERSIONS[*]} " == *" redis-6.2.16 "* ]]; then
+  echo "--- test:matrix: ${MATRIX_ONLY[*]} (Redis 6.2.16 on every topology, shared Redis at ${REDIS_URL:-redis://127.0.0.1:6379})"
+  t0=$SECONDS
+  status=0
+  TEST_MATRIX=1 REDIS_62_SERVER_BIN="$VERSIONS_DIR/redis-6.2.16/redis-server" \
+    npx jest --runInBand --selectProjects e2e --json --outputFile "$WORK/matrix-only.json" \
+    --runTestsByPath "${MATRIX_ONLY[@]}" || status=$?
+  secs=$((SECONDS - t0))
+  read -r passed failures total <<<"$(counts "$WORK/matrix-only.json")"
+  if [[ $status -eq 0 ]]; then result=ok; else result=FAILED; failed=1; fi
+  line="$(printf '%-14s %-6s %4s passed %4s failed %4s total %4ss  (%s)' \
+    "6.2 topology" "$result" "$passed" "$failures" "$total" "$secs" "${MATRIX_ONLY[*]}")"
+  echo "test:matrix: $line"
+  rows+=("$line")
+fi
 
 banner "Version matrix (Redis 7.0 runs in npm test)" "${rows[@]}" \
   "total $((SECONDS - started))s"

@@ -18,6 +18,8 @@ const jest = require.resolve('jest/bin/jest');
 const root = path.resolve(__dirname, '..');
 /** Runs alone, after the rest: a path pattern, as Jest matches it. */
 const SERIAL = '/test/fault/';
+/** Left out: the suites `npm run test:matrix` runs (they need test-only server binaries). */
+const MATRIX_ONLY = process.env.TEST_MATRIX === '1' ? [] : require('./matrix-only');
 const workers = process.env.TEST_WORKERS ?? '2';
 
 /** Runs Jest with `args` in this checkout; returns its exit code. */
@@ -38,6 +40,7 @@ const parallel = jestRun(`every suite but ${SERIAL}, on ${workers} workers`, [
   '--testPathIgnorePatterns',
   '/node_modules/',
   SERIAL,
+  ...MATRIX_ONLY,
 ]);
 const serial = jestRun(`${SERIAL} in band`, ['--runInBand', SERIAL]);
 process.exit(parallel || serial);

@@ -17,6 +17,13 @@ export type RedisLockTestingOptions = Omit<
 > & {
   /** Whether every module of the app sees `LockService`, as with `RedisLockModule`. Default: true. */
   isGlobal?: boolean;
+  /**
+   * As in `RedisLockModule`, but 0 by default: `close()` aborts and releases at once what a test
+   * left held (each gets its `'lost'` event, reason `'shutdown'`) instead of waiting 10 s, twice
+   * Jest's 5 s hook timeout.
+   * @default 0
+   */
+  shutdownGrace?: number;
 };
 
 const logger = new Logger('RedisLock');
@@ -49,7 +56,11 @@ const logger = new Logger('RedisLock');
 export class RedisLockTestingModule {
   static forRoot(options: RedisLockTestingOptions = {}): DynamicModule {
     const { isGlobal = true, ...lockOptions } = options;
-    const serviceOptions: RedisLockModuleOptions = { ...lockOptions, startupCheck: 'off' };
+    const serviceOptions: RedisLockModuleOptions = {
+      shutdownGrace: 0,
+      ...lockOptions,
+      startupCheck: 'off',
+    };
     const lockService: Provider = {
       provide: LockService,
       useFactory: () => {

@@ -26,7 +26,7 @@ module.exports = async function globalSetup() {
       `The e2e tests need a Redis at ${url} (REDIS_URL), but it did not answer PING: ` +
         `${String((connectionError ?? error).message ?? error).replace(/\.$/, '')}.\n` +
         "Start one with `redis-server --save '' --appendonly no --daemonize yes`, " +
-        'or `docker compose up -d redis`, or point REDIS_URL at a running Redis.',
+        'or `docker run -d -p 127.0.0.1:6379:6379 redis:7`, or point REDIS_URL at a running Redis.',
     );
   } finally {
     redis.disconnect();

@@ -100,6 +100,25 @@ describe('RedisLockTestingModule', () => {
     expect(await moduleRef.get(OrderService).place('8')).toEqual(['8', 'order:8']);
   });
 
+  it('closes at once over a lock a test left held: shutdownGrace is 0 by default', async () => {
+    const moduleRef = await testingModule(RedisLockTestingModule.forRoot());
+    const locks = moduleRef.get(LockService);
+    expect(locks.options.shutdownGrace).toBe(0);
+    const left = await locks.acquire('left-held');
+    const lost: string[] = [];
+    locks.on('lost', (error, lock) => lost.push(`${lock.key}: ${error.reason}`));
+    // No grace timer to wait for: close() settles with the lock aborted, reported and released.
+    await moduleRef.close();
+    expect(left.signal.aborted).toBe(true);
+    expect(lost).toEqual(['left-held: shutdown']);
+    expect(left.isHeld).toBe(false);
+  });
+
+  it('keeps a shutdownGrace given to forRoot()', async () => {
+    const moduleRef = await testingModule(RedisLockTestingModule.forRoot({ shutdownGrace: 250 }));
+    expect(moduleRef.get(LockService).options.shutdownGrace).toBe(250);
+  });
+
   it('gives each forRoot() its own locks', async () => {
     const a = (await testingModule(RedisLockTestingModule.forRoot())).get(LockService);
     const b = (await testingModule(RedisLockTestingModule.forRoot())).get(LockService);
