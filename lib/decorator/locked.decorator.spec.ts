@@ -49,9 +49,14 @@ describe('@Locked at decoration time', () => {
       );
     });
 
+    it.each([0.001, 1, 2, 2.5])('rejects ttl %p, naming the shortest lease (3 ms)', (ttl) => {
+      expect(() => Locked('k', { ttl })).toThrow(RedisLockConfigError);
+      expect(() => Locked('k', { ttl })).toThrow(/whole number of ms of at least 3\b/);
+    });
+
     it('accepts wait: 0 and every valid policy', () => {
       expect(() =>
-        Locked('k', { ttl: 1, wait: 0, onBusy: 'skip', onLost: 'log', reentrant: false }),
+        Locked('k', { ttl: 3, wait: 0, onBusy: 'skip', onLost: 'log', reentrant: false }),
       ).not.toThrow();
     });
   });

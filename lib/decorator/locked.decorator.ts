@@ -6,10 +6,10 @@ import { RedisLockError } from '../errors/redis-lock.error';
 import { lockContext } from '../locking/lock-context';
 import { observeLocked, runLocked } from '../locking/run-locked';
 import {
+  assertLease,
   assertMaxHold,
   assertNonNegative,
   assertOneOf,
-  assertPositive,
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
 import { assertExclusiveOnly } from '../options/multi-key-options';
@@ -168,7 +168,8 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
 }
 
 function validateLockedOptions(options: LockedOptions): void {
-  if (options.ttl !== undefined) assertPositive('ttl', options.ttl);
+  // One Redis's drift margin: a call on Redlock checks its own again.
+  if (options.ttl !== undefined) assertLease('ttl', options.ttl);
   if (options.wait !== undefined) assertNonNegative('wait', options.wait);
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);

@@ -89,7 +89,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     if (isKeyList(key))
       return heldOrNull(await acquireMany(this.engine, key, { ...options, wait: 0 }));
     const outcome = await this.engine.acquire(
-      lockRequest(this.options, key, { ...options, wait: 0 }),
+      lockRequest(this.engine, key, { ...options, wait: 0 }),
     );
     return 'lock' in outcome ? outcome.lock : null;
   }
