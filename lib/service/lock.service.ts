@@ -168,8 +168,10 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    * (`'exclusive'`, `'read'` or `'semaphore'`), the lease left, the fence, and who holds it — the
    * mutex's `holder` (`instanceId`, since when), a read lock's `readers` (count, holders, writers
    * waiting), a semaphore's `semaphore` (limit, count, holders, fence) — and in fair mode who
-   * queues. One atomic read of every kind on the key; on Redlock (exclusive locks only) a lock is
-   * held only where a quorum of nodes agree.
+   * queues. One atomic read of every kind on the key; a key held by several kinds at once (a read
+   * lock and a semaphore) reads as the first of exclusive, read, semaphore, with each other kind
+   * in `others` — all that `evict` would remove. On Redlock (exclusive locks only) a lock is held
+   * only where a quorum of nodes agree.
    *
    * @example
    * ```ts
