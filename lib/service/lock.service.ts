@@ -12,6 +12,7 @@ import { givenBackend } from './given-backend';
 import type { LockEventListener, LockEventName } from '../engine/lock-events';
 import { assertLockKey } from '../keys/lock-keys';
 import { isKeyList, type LockSource } from '../locking/lock-source';
+import { assertNoUpgrade } from '../locking/join-held';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
 import { heldOrNull, heldOrThrow } from './multi-key-request';
@@ -60,11 +61,12 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle>;
   acquire(key: string | readonly string[], options: AcquireOptions = {}): Promise<LockHandle> {
     // No async layer (a bad key still rejects, as settled): every acquire comes here.
-    return settled(() =>
-      isKeyList(key)
+    return settled(() => {
+      assertNoUpgrade(this, key, options);
+      return isKeyList(key)
         ? acquireMany(this.engine, key, options).then(heldOrThrow)
-        : acquireOne(this.engine, key, options),
-    );
+        : acquireOne(this.engine, key, options);
+    });
   }
 
   /**
@@ -86,6 +88,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     key: string | readonly string[],
     options: Omit<AcquireOptions, 'wait'> = {},
   ): Promise<LockHandle | null> {
+    assertNoUpgrade(this, key, options);
     if (isKeyList(key))
       return heldOrNull(await acquireMany(this.engine, key, { ...options, wait: 0 }));
     const outcome = await this.engine.acquire(
