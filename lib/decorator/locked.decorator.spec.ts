@@ -49,6 +49,16 @@ describe('@Locked at decoration time', () => {
       );
     });
 
+    it.each<LockedOptions>([
+      { permits: 2, writerPriority: false },
+      { permits: 2, writerPriority: true },
+      { permits: 2, mode: 'write' },
+      { permits: 2, mode: 'read', writerPriority: true },
+    ])('rejects %p at decoration, with a message about semaphores', (options) => {
+      expect(() => Locked('k', options)).toThrow(RedisLockConfigError);
+      expect(() => Locked('k', options)).toThrow(/semaphore.*no readers or writers/);
+    });
+
     it.each([0.001, 1, 2, 2.5])('rejects ttl %p, naming the shortest lease (3 ms)', (ttl) => {
       expect(() => Locked('k', { ttl })).toThrow(RedisLockConfigError);
       expect(() => Locked('k', { ttl })).toThrow(/whole number of ms of at least 3\b/);

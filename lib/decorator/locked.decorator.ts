@@ -174,8 +174,10 @@ function validateLockedOptions(options: LockedOptions): void {
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);
   if (options.onLost !== undefined) assertOneOf('onLost', options.onLost, ['throw', 'log']);
+  // `permits` a whole number >= 1, and never with a read-write option (checked before those, so
+  // the message speaks of semaphores).
+  leaseKindOf(options);
   assertReadWriteOptions(options);
-  leaseKindOf(options); // `permits` a whole number >= 1, and never with `mode: 'read'`
 }
 
 function describeTarget(target: object): string {

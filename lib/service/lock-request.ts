@@ -45,7 +45,9 @@ export function lockRequest(
   assertLease('ttl', ttl, (ms) => engine.drift(ms));
   assertNonNegative('wait', wait);
   assertMaxHold('maxHold', maxHold);
+  // The kind first: a semaphore refuses read-write options with a message of its own.
+  const kind = leaseKindOf(options);
   const { writerPriority } = readWriteRequest(options, defaults);
   const { renew = true, signal } = options;
-  return { key, ttl, wait, maxHold, renew, signal, kind: leaseKindOf(options), writerPriority };
+  return { key, ttl, wait, maxHold, renew, signal, kind, writerPriority };
 }
