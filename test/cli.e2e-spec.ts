@@ -159,6 +159,26 @@ it('release --force prints every kind it removed: a mutex and the permits on the
   }
 });
 
+it('show lists every kind holding the key before release --force removes them all', async () => {
+  const app = services.create({ instanceId: 'report-2', ttl: 5_000 });
+  const reader = await app.acquire('summary', { mode: 'read' });
+  const permits = await Promise.all([1, 2, 3].map(() => app.acquire('summary', { permits: 4 })));
+  const show = await cli(['show', 'summary', '--prefix', prefix]);
+  expect(show).toMatchObject({ code: 0, stderr: '' });
+  expect(show.stdout).toMatch(/^kinds: {3}read, semaphore$/m);
+  expect(show.stdout).toContain('kind:    read');
+  expect(show.stdout).toMatch(/^readers: 1 \(writers waiting: 0\)$/m);
+  expect(show.stdout).toContain('kind:    semaphore');
+  expect(show.stdout).toMatch(/^permits: 3 of 4 held$/m);
+  expect(show.stdout).toContain(`fence:   ${permits[2]!.fence}`);
+  const json = JSON.parse((await cli(['show', 'summary', '--prefix', prefix, '--json'])).stdout);
+  expect(json).toMatchObject({
+    kind: 'read',
+    others: [{ kind: 'semaphore', semaphore: { permits: 4, count: 3 } }],
+  });
+  await Promise.all([reader, ...permits].map((held) => held.release()));
+});
+
 it('answers usage errors with 2, an unreachable Redis with 3, and --help with 0', async () => {
   const [unknown, missingKey, badOption, help, unreachable] = await Promise.all([
     cli(['frobnicate']),

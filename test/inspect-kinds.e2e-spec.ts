@@ -328,6 +328,30 @@ describe('a forced release', () => {
 });
 
 describe('a key held as a mutex and as a semaphore at once (two locks)', () => {
+  it.each(['mutex', 'read'] as const)(
+    'inspect() reads the %s first and every other kind holding the key in `others`',
+    async (first) => {
+      const locks = services.create({ prefix: `${prefix}others-${first}:`, instanceId: 'o' });
+      const lock = await locks.acquire('doc', first === 'read' ? { mode: 'read' } : {});
+      const permits = await Promise.all([1, 2, 3].map(() => locks.acquire('doc', { permits: 5 })));
+      const info = await locks.inspect('doc');
+      expect(info).toMatchObject({ held: true, kind: first === 'read' ? 'read' : 'exclusive' });
+      expect(info.others).toEqual([
+        expect.objectContaining({
+          held: true,
+          kind: 'semaphore',
+          fence: permits[2]!.fence,
+          semaphore: expect.objectContaining({ permits: 5, count: 3 }),
+        }),
+      ]);
+      await Promise.all([lock, ...permits].map((held) => held.release()));
+      // Control: one kind alone has no `others`.
+      const alone = await locks.acquire('doc', { permits: 5 });
+      expect((await locks.inspect('doc')).others).toBeUndefined();
+      await alone.release();
+    },
+  );
+
   it('reads as the mutex, lists both, and a forced release removes both and reports both', async () => {
     const locks = services.create({ prefix: `${prefix}both:`, instanceId: 'both', ttl: 900 });
     const mutex = await locks.acquire('shared-name');

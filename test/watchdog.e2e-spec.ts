@@ -7,7 +7,14 @@ import Redis from 'ioredis';
 import type { LockLostError } from 'nestjs-redis-lock';
 import { renewManyScript } from '../lib/lua/renew-many.script';
 import { releaseScript } from '../lib/lua/release.script';
-import { lockServices, redisKeyOf } from './support/lock-services';
+import {
+  acquireKind,
+  KINDS,
+  outcomeOf,
+  renewedNamesOf,
+  writeForeignValue,
+} from './support/foreign-values';
+import { lockServices, redisKeyOf, warmedUp } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { now, sleep } from './support/time';
 
@@ -197,4 +204,44 @@ describe('watchdog', () => {
     expect(await c!.release()).toBe(true);
     await probe.del(keyOf('batch:b'));
   });
+
+  it.each(KINDS)(
+    'keeps each lock its own outcome when a foreign value sits under a %s lock in a mixed batch',
+    async (victimKind) => {
+      const holder = await warmedUp(services.create());
+      // One victim per name the kind renews under, each beside a held lock of every kind, all
+      // acquired at once (on a connected service) so the watchdog renews them as one batch.
+      const names = renewedNamesOf(prefix, `mixed:${victimKind}:0`, victimKind).map((_, i) => i);
+      const sets = await Promise.all(
+        names.map(async (i) => {
+          const base = `mixed:${victimKind}:${i}`;
+          const [victim, ...others] = await Promise.all([
+            acquireKind(holder, base, victimKind),
+            ...KINDS.map((kind) => acquireKind(holder, `${base}:beside-${kind}`, kind)),
+          ]);
+          return { victim, others, name: renewedNamesOf(prefix, base, victimKind)[i]! };
+        }),
+      );
+      await Promise.all(sets.map((set) => writeForeignValue(probe, set.name)));
+      await sleep(TTL * 1.5);
+      const mainName = (set: (typeof sets)[number]) =>
+        set.name === renewedNamesOf(prefix, set.victim.key, victimKind)[0];
+      for (const set of sets) {
+        // Every lock beside a foreign value keeps its lease: its renewal answered for itself.
+        expect(set.others.map(outcomeOf)).toEqual(['held', 'held', 'held']);
+        // The victim is lost as "not ours" when its own name holds the foreign value, never by a
+        // deadline (that would mean its renewal failed with the batch's).
+        if (mainName(set)) expect(outcomeOf(set.victim)).toBe('lost:not-owner');
+        else expect(['held', 'lost:not-owner']).toContain(outcomeOf(set.victim));
+      }
+      await Promise.all(sets.flatMap((set) => set.others.map((lock) => lock.release())));
+      // A victim still held may meet the foreign value again at release: that refusal is its own.
+      await Promise.all(
+        sets
+          .filter((set) => set.victim.isHeld)
+          .map((set) => set.victim.release().catch(() => false)),
+      );
+      await probe.del(...sets.map((set) => set.name));
+    },
+  );
 });

@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { ClientWatch, ConnectionWatch } from '../redis/connection-watch';
 import { openRedisConnection, type RedisConnection } from '../redis/redis-client';
+import { REDLOCK_DRIFT_FACTOR } from '../util/clock';
 import type { LockBackend } from './lock-backend';
 import { RedisBackend } from './redis.backend';
 import { RedlockBackend } from './redlock.backend';
@@ -16,7 +17,7 @@ export interface CreatedBackend {
 /** Picks the backend the options describe: Redlock nodes, a Cluster, or one Redis. */
 export function createBackend(options: ResolvedRedisLockOptions): CreatedBackend {
   if (options.redlock) {
-    const { nodes, nodeTimeout = 200, driftFactor = 0.01 } = options.redlock;
+    const { nodes, nodeTimeout = 200, driftFactor = REDLOCK_DRIFT_FACTOR } = options.redlock;
     const restartGrace = options.redlock.restartGrace ?? options.ttl;
     const connections = nodes.map((node) => openRedisConnection(node));
     const watches = connections.map((connection) => new ClientWatch(connection.client));

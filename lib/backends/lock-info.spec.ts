@@ -39,6 +39,9 @@ describe('lockInfoOf', () => {
       semaphore: { limit: 2, fence: 11, permits: [400, '4 s'], waiters: ['9000', 'q'] },
     };
     expect(lockInfoOf(raw)).toMatchObject({ kind: 'exclusive', holder: { instanceId: 'm' } });
+    // Unasked, the other kind comes beside the first (as the CLI's show prints it).
+    expect(lockInfoOf(raw).others).toEqual([lockInfoOf(raw, 'semaphore')]);
+    expect(lockInfoOf(raw, 'exclusive').others).toBeUndefined();
     expect(lockInfoOf(raw, 'semaphore')).toEqual({
       held: true,
       kind: 'semaphore',

@@ -56,8 +56,8 @@ export interface SemaphoreInfo {
  * - `'read'`: `readers`, and in fair mode the writers queued as `waiters`;
  * - `'semaphore'`: `semaphore`, and in fair mode `waiters` for a permit.
  * `ttlMs` and `fence` are present for every kind while held. A key that holds two kinds at once
- * (a mutex and a semaphore on one key are two locks) reads as the first of exclusive, read,
- * semaphore; `list()` lists each.
+ * (a mutex or a read lock and a semaphore on one key are two locks) reads as the first of
+ * exclusive, read, semaphore, and the others come in `others`; `list()` lists each.
  */
 export interface LockInfo {
   /** Whether anyone holds the lock now, in any way (`isLocked` answers the same). */
@@ -85,6 +85,12 @@ export interface LockInfo {
   readers?: ReadersInfo;
   /** A semaphore's permits. Present when `kind` is `'semaphore'`. */
   semaphore?: SemaphoreInfo;
+  /**
+   * `inspect`: every other kind of lock that holds the key too, each read as its own kind from the
+   * same reading, in the order exclusive, read, semaphore (a forced release removes them all).
+   * Absent when one kind (or none) holds the key, and in a listing, which lists each kind apart.
+   */
+  others?: LockInfo[];
 }
 
 /** One held lock of a listing. */
@@ -169,10 +175,14 @@ export function heldKinds(raw: RawLockInfo): LockKind[] {
 
 /**
  * The public view of a raw reply: no token, and only what applies — for the kind `only` (a
- * listing names the lock it found), else for the first kind held.
+ * listing names the lock it found), else for the first kind held, with every other kind held in
+ * `others`.
  */
 export function lockInfoOf(raw: RawLockInfo, only?: LockKind): LockInfo {
   const held = heldKinds(raw);
+  if (only === undefined && held.length > 1) {
+    return { ...lockInfoOf(raw, held[0]), others: held.slice(1).map((k) => lockInfoOf(raw, k)) };
+  }
   const kind = only === undefined ? held[0] : held.includes(only) ? only : undefined;
   const info: LockInfo = { held: kind !== undefined };
   let waiters = waitersOf(raw.waiters);

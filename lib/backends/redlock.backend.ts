@@ -6,6 +6,7 @@ import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { semaphoreMessages } from '../errors/semaphore-messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { combineReleasePubSubs, type ReleasePubSub } from '../redis/release-pubsub';
+import { redlockDrift } from '../util/clock';
 import { withTimeout } from '../util/with-timeout';
 import type { LockBackend, RenewableLease } from './lock-backend';
 import type { RawLockInfo } from './lock-info';
@@ -165,7 +166,7 @@ export class RedlockBackend implements LockBackend {
   }
 
   drift(ttl: number): number {
-    return ttl * this.driftFactor + 2;
+    return redlockDrift(ttl, this.driftFactor);
   }
 
   private hasQuorum(replies: (boolean | undefined)[]): boolean {

@@ -5,6 +5,7 @@ import { readReleaseScript } from '../lua/read-release.script';
 import type { PublishCommand } from '../lua/release.script';
 import { writerLeaveScript } from '../lua/writer-leave.script';
 import type { RedisCommander } from '../redis/redis-client';
+import { finalReplyErrorCode } from '../redis/reply-error';
 import type { RenewableLease } from './lock-backend';
 
 /** Whether a lease is a reader's share of a read-write lock. */
@@ -48,6 +49,16 @@ export class SharedLeases {
     return reply === 1;
   }
 
+  /**
+   * The watchdog's renewal of one share: a foreign value under one of its names (WRONGTYPE) loses
+   * that share only, as "not ours"; an answer that could not be told is undefined (retried).
+   */
+  renew(lease: RenewableLease): Promise<boolean | undefined> {
+    return this.extend(lease.redisKeys, lease.token, Math.ceil(lease.lease)).catch(
+      (error: unknown) => (finalReplyErrorCode(error) === 'WRONGTYPE' ? false : undefined),
+    );
+  }
+
   async release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const reply = await readReleaseScript.run(
       this.client,
@@ -67,8 +78,9 @@ export class SharedLeases {
 
   /**
    * Renews a batch with readers' shares in it: the exclusive leases still go to `exclusive` (one
-   * batch command), each share by its own compare-and-pexpire, sent together; the answers come
-   * in the leases' order.
+   * batch command), each share by its own compare-and-pexpire (`renew`), sent together; the
+   * answers come in the leases' order, each share's its own, so one share's foreign value never
+   * fails the batch.
    */
   async renewMixed(
     leases: readonly RenewableLease[],
@@ -77,11 +89,7 @@ export class SharedLeases {
     const writers = leases.filter((l) => !isShared(l.redisKeys));
     const [batch, shares] = await Promise.all([
       writers.length > 0 ? exclusive(writers) : Promise.resolve([]),
-      Promise.all(
-        leases
-          .filter((l) => isShared(l.redisKeys))
-          .map((l) => this.extend(l.redisKeys, l.token, Math.ceil(l.lease))),
-      ),
+      Promise.all(leases.filter((l) => isShared(l.redisKeys)).map((l) => this.renew(l))),
     ]);
     let w = 0;
     let s = 0;

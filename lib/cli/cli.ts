@@ -24,8 +24,9 @@ Commands:
   ls                      list the locks held under the prefix, of every kind: mutexes
                           (exclusive), read locks (read), semaphores (semaphore), with
                           their holder count
-  show <key>              show one lock: kind, ttl, fence, holder (instance id, since) — or
-                          the readers, or the permits held and their holders — fair waiters
+  show <key>              show the key's locks, every kind holding it: kind, ttl, fence,
+                          holder (instance id, since) — or the readers, or the permits held
+                          and their holders — fair waiters
   release <key> --force   remove every holder of the key, of every kind; prints what it
                           removed (holders see the loss at their next renewal: signals abort)
 

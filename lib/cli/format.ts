@@ -33,12 +33,23 @@ function kindLines(info: LockInfo): string[] {
   return [`holder:  ${holderText(info.holder)}`];
 }
 
-/** One lock, one field a line. */
+/**
+ * One lock, one field a line; a key held by several kinds of lock at once (a read lock and a
+ * semaphore) first names them all, then shows each, so nothing `release --force` removes is hidden.
+ */
 export function formatInfo(key: string, info: LockInfo): string {
   if (!info.held) {
     const queued = info.waiters?.length ? ` (${info.waiters.length} waiter(s) queued)` : '';
     return `${key}: not held${queued}`;
   }
+  const kinds = [info, ...(info.others ?? [])];
+  if (kinds.length === 1) return kindBlock(key, info);
+  const names = `kinds:   ${kinds.map((one) => one.kind).join(', ')}`;
+  return [names, ...kinds.map((one) => kindBlock(key, one))].join('\n\n');
+}
+
+/** One kind of lock on `key`, one field a line. */
+function kindBlock(key: string, info: LockInfo): string {
   const lines = [
     `key:     ${key}`,
     `kind:    ${info.kind}`,

@@ -49,9 +49,24 @@ describe('@Locked at decoration time', () => {
       );
     });
 
+    it.each<LockedOptions>([
+      { permits: 2, writerPriority: false },
+      { permits: 2, writerPriority: true },
+      { permits: 2, mode: 'write' },
+      { permits: 2, mode: 'read', writerPriority: true },
+    ])('rejects %p at decoration, with a message about semaphores', (options) => {
+      expect(() => Locked('k', options)).toThrow(RedisLockConfigError);
+      expect(() => Locked('k', options)).toThrow(/semaphore.*no readers or writers/);
+    });
+
+    it.each([0.001, 1, 2, 2.5])('rejects ttl %p, naming the shortest lease (3 ms)', (ttl) => {
+      expect(() => Locked('k', { ttl })).toThrow(RedisLockConfigError);
+      expect(() => Locked('k', { ttl })).toThrow(/whole number of ms of at least 3\b/);
+    });
+
     it('accepts wait: 0 and every valid policy', () => {
       expect(() =>
-        Locked('k', { ttl: 1, wait: 0, onBusy: 'skip', onLost: 'log', reentrant: false }),
+        Locked('k', { ttl: 3, wait: 0, onBusy: 'skip', onLost: 'log', reentrant: false }),
       ).not.toThrow();
     });
   });

@@ -7,10 +7,10 @@ import { lockContext } from '../locking/lock-context';
 import { observeLocked, runLocked } from '../locking/run-locked';
 import {
   assertHoldBounds,
+  assertLease,
   assertMaxHold,
   assertNonNegative,
   assertOneOf,
-  assertPositive,
 } from '../options/resolve-options';
 import { assertKnownOptions } from '../options/known-options';
 import { assertExclusiveOnly } from '../options/multi-key-options';
@@ -169,7 +169,8 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
 }
 
 function validateLockedOptions(options: LockedOptions): void {
-  if (options.ttl !== undefined) assertPositive('ttl', options.ttl);
+  // One Redis's drift margin: a call on Redlock checks its own again.
+  if (options.ttl !== undefined) assertLease('ttl', options.ttl);
   if (options.wait !== undefined) assertNonNegative('wait', options.wait);
   if (options.maxHold !== undefined) assertMaxHold('maxHold', options.maxHold);
   if (options.minHold !== undefined) {
@@ -177,8 +178,10 @@ function validateLockedOptions(options: LockedOptions): void {
   }
   if (options.onBusy !== undefined) assertOneOf('onBusy', options.onBusy, ['throw', 'skip']);
   if (options.onLost !== undefined) assertOneOf('onLost', options.onLost, ['throw', 'log']);
+  // `permits` a whole number >= 1, and never with a read-write option (checked before those, so
+  // the message speaks of semaphores).
+  leaseKindOf(options);
   assertReadWriteOptions(options);
-  leaseKindOf(options); // `permits` a whole number >= 1, and never with `mode: 'read'`
 }
 
 function describeTarget(target: object): string {

@@ -115,6 +115,24 @@ describe('HeldLock with the watchdog (fake backend, fake timers)', () => {
     expect(await extended).toBeInstanceOf(LockLostError);
   });
 
+  it.each([1e-9, 1, 2, 2.5])(
+    'rejects extend(%p), a lease with no validity after the drift margin, sending nothing',
+    async (ms) => {
+      // One Redis's margin below 100 ms: 2 ms, so the shortest usable lease is 3 ms.
+      operations = fakeOperations(
+        { extend: () => command('extend'), release: () => command('release') },
+        watchdog,
+        lost,
+        2,
+      );
+      const lock = hold(600);
+      await expect(lock.extend(ms)).rejects.toThrow(RedisLockConfigError);
+      await expect(lock.extend(ms)).rejects.toThrow(/whole number of ms from 3 to 2147483647/);
+      expect(lock.isHeld).toBe(true);
+      expect(names()).toEqual([]);
+    },
+  );
+
   it('rejects extend(ms) beyond 2^31 - 1 ms without sending anything', async () => {
     const lock = hold(600);
     await expect(lock.extend(2 ** 31)).rejects.toThrow(RedisLockConfigError);

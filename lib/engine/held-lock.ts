@@ -3,7 +3,14 @@ import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { MAX_TIMER_MS, monotonicElapsed, monotonicNow, suspendedSince } from '../util/clock';
+import {
+  isUsableLease,
+  MAX_TIMER_MS,
+  monotonicElapsed,
+  monotonicNow,
+  shortestLease,
+  suspendedSince,
+} from '../util/clock';
 import { settled } from '../util/settled';
 import type { LockHandle } from './lock-handle';
 import type { HeldLockOptions, LockOperations } from './lock-operations';
@@ -198,8 +205,9 @@ export class HeldLock implements LockHandle {
   }
 
   async extend(ms: number = this.lease): Promise<void> {
-    if (typeof ms !== 'number' || !(ms > 0 && ms <= MAX_TIMER_MS)) {
-      throw new RedisLockConfigError(messages.badExtension(ms, MAX_TIMER_MS));
+    const drift = (lease: number) => this.operations.drift(lease);
+    if (typeof ms !== 'number' || !(ms <= MAX_TIMER_MS && isUsableLease(ms, drift))) {
+      throw new RedisLockConfigError(messages.badExtension(ms, shortestLease(drift), MAX_TIMER_MS));
     }
     while (this.leaseChange) await this.leaseChange; // a renewal (or extension) in flight
     this.assertHeld();

@@ -5,7 +5,10 @@ import { RedisLockError } from './redis-lock.error';
 export type LockLostReason =
   /** The key was gone or held by another token when we renewed, extended or released it. */
   | 'not-owner'
-  /** Redis did not confirm a renewal before the lease ran out on our local (monotonic) clock. */
+  /**
+   * The lease ran out on our local (monotonic) clock before Redis' answer to its grant or to a
+   * renewal arrived.
+   */
   | 'deadline'
   /**
    * The `LockService` shut down while the lock was still held, after waiting `shutdownGrace` ms
@@ -31,7 +34,7 @@ export type LockLostReason =
 
 const why: Record<LockLostReason, string> = {
   'not-owner': 'the key expired or another holder owns it',
-  deadline: 'Redis did not confirm a renewal before the lease ran out',
+  deadline: "the lease ran out before Redis' answer to its grant or to a renewal arrived",
   shutdown: 'the LockService shut down and its `shutdownGrace` ran out before the work released it',
   'max-hold':
     'it was held for its whole `maxHold`, so this hold ended (the key is released with the last hold); raise `maxHold` if the work needs longer',

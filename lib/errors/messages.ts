@@ -28,6 +28,10 @@ export const messages = {
     'was not run and took no lock.',
   badOption: (name: string, value: unknown, expected: string) =>
     `Lock option \`${name}\` is ${describe(value)}; expected ${expected}.`,
+  leaseTooShort: (name: string, value: number, shortest: number, max: number) =>
+    `Lock option \`${name}\` is ${describe(value)}; expected a whole number of ms of at least ` +
+    `${shortest} (and at most ${max}). A lock counts as held until its lease ends less a margin for ` +
+    'clock drift; a shorter lease would be lost as it is granted, before its work began.',
   unknownOption: (where: string, name: string, closest: string | undefined, valid: string[]) =>
     `${where}: \`${name}\` is not an option` +
     (closest ? `; did you mean \`${closest}\`?` : '.') +
@@ -178,9 +182,11 @@ export const messages = {
   callAfterRelease: (where: string) =>
     `${where} was reached after its lock was released (its caller had left while pipes ran), so ` +
     'it was not run: it would have run unprotected.',
-  badExtension: (ms: unknown, max: number) =>
-    `extend(ms) needs a number of ms > 0 and <= ${max} (what a timer can wait), got ${describe(ms)}. ` +
-    'For a longer hold, let the watchdog renew the lease (and bound it with `maxHold`).',
+  badExtension: (ms: unknown, shortest: number, max: number) =>
+    `extend(ms) needs a whole number of ms from ${shortest} to ${max}, got ${describe(ms)}: a ` +
+    'shorter lease has no time left once the margin for clock drift is taken off, and a longer one ' +
+    'is more than a timer can wait. For a longer hold, let the watchdog renew the lease (and bound ' +
+    'it with `maxHold`).',
   released: (key: string) => `Lock "${key}" was released; acquire it again.`,
   shuttingDown: () =>
     'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +

@@ -11,9 +11,10 @@ export const semaphoreMessages = {
     `A call nested in a holder of semaphore "${key}" (permits: ${held}) asks for permits: ` +
     `${asked}. A nested call re-uses the permit its caller holds, so it must name the same ` +
     '`permits`: pass the same number, or `reentrant: false` to wait for a permit of its own.',
-  notWithRead: () =>
-    "`permits` and `mode: 'read'` do not go together: a semaphore's permits are all alike, it " +
-    'has no readers. Drop one of them (a read-write lock, or a semaphore of N permits).',
+  notWithReadWrite: (option: string) =>
+    `\`permits\` and \`${option}\` do not go together: that is an option of read-write locks, and ` +
+    'a semaphore has no readers or writers (its permits are all alike). Drop it for a semaphore ' +
+    'of N permits, or drop `permits` for a read-write lock.',
   redlock: () =>
     'Semaphores (`permits`) need one Redis or a Cluster: a Redlock quorum cannot count the ' +
     'holders of a key across independent nodes. Drop `permits` on Redlock, or use a ' +

@@ -4,7 +4,7 @@ import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { leaseKindOf } from '../options/permits-option';
 import { HandleLease } from './handle-lease';
 import type { HeldLease } from './held-lease';
-import type { Hold } from './holds';
+import { releaseQuietly, type Hold } from './holds';
 import { frameKeyOf } from './lease-frames';
 import type { LockedCall } from './locked-call';
 import { isKeyList, type LockSource, type LockTarget } from './lock-source';
@@ -34,8 +34,25 @@ export async function endHold({ hold, call }: HeldCall): Promise<LockLostError |
   return hold.end();
 }
 
-/** Acquires `key`, or resolves `null` when it is busy and `onBusy` is `'skip'`. */
+/**
+ * Acquires `key`, or resolves `null` when it is busy and `onBusy` is `'skip'`. A lock already lost
+ * when it is granted (its lease ran out before the grant's answer arrived) is released and its
+ * loss thrown: the work never starts under an aborted signal.
+ */
 export async function acquireOrSkip(
+  locks: LockSource,
+  key: LockTarget,
+  options: RunLockedOptions,
+): Promise<HeldLease | null> {
+  const lease = await leaseOrSkip(locks, key, options);
+  if (lease?.signal.aborted) {
+    await releaseQuietly(lease);
+    throw lease.signal.reason;
+  }
+  return lease;
+}
+
+async function leaseOrSkip(
   locks: LockSource,
   key: LockTarget,
   options: RunLockedOptions,

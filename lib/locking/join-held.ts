@@ -4,7 +4,7 @@ import { assertHoldBounds, assertMaxHold } from '../options/resolve-options';
 import { monotonicElapsed } from '../util/clock';
 import type { Hold } from './holds';
 import { isKeyList, type LockSource, type LockTarget } from './lock-source';
-import type { LockFrame } from './lock-context';
+import { lockContext, type LockFrame } from './lock-context';
 import { assertSameLimit, frameKeyOf, namesLocks } from './lease-frames';
 import { heldAllByChain } from './multi-key-holds';
 import type { ServiceLockSource } from './public-lock-source';
@@ -35,6 +35,43 @@ export function joinHeld(
 }
 
 /**
+ * Refuses (`LockUpgradeError`) a write of any of `key`'s locks asked for under a read of the same
+ * key by the running call chain, as `joinHeld` does: for `acquire` and `tryAcquire`, which join
+ * nothing, but would wait for the chain's own read all the same — and meanwhile, as a waiting
+ * writer, hold back every other reader. A bad key is left to the acquire to refuse.
+ */
+export function assertNoUpgrade(
+  locks: ServiceLockSource,
+  key: LockTarget,
+  options: { permits?: number; mode?: string },
+): void {
+  const frame = lockContext.getStore();
+  if (!frame || options.mode === 'read' || !namesLocks(key, locks.options.maxKeyLength)) return;
+  for (const one of isKeyList(key) ? key : [key]) {
+    const hold = runningHold(locks, one, options, frame);
+    if (hold) refuseUpgrade(hold, one, options);
+  }
+}
+
+/** The chain's active hold of `key`'s lock of the kind `options` ask for, taken through `locks`. */
+function runningHold(
+  locks: LockSource,
+  key: string,
+  options: { permits?: number; mode?: string },
+  frame: LockFrame | undefined,
+): Hold | undefined {
+  const hold = frame?.held.get(frameKeyOf(locks, key, options));
+  return hold && hold.lock.owner === locks.engine && hold.active ? hold : undefined;
+}
+
+/** A write under a read of the same chain would wait for itself: refused at once, re-entrant or not. */
+function refuseUpgrade(hold: Hold, key: string, options: { mode?: string }): void {
+  if (hold.lock.redisKeys.kind?.type === 'shared' && options.mode !== 'read') {
+    throw new LockUpgradeError(key);
+  }
+}
+
+/**
  * This chain's running hold of `key` through `locks`, if re-entrancy applies. A read re-uses a
  * write or a read the chain holds; a write inside a read is refused (`LockUpgradeError`), with
  * re-entrancy off too: the writer would wait for every reader, the chain's own read included.
@@ -45,14 +82,9 @@ function heldByChain(
   options: WithLockOptions,
   frame: LockFrame | undefined,
 ): Hold | undefined {
-  if (!frame) return undefined;
-  const hold = frame.held.get(frameKeyOf(locks, key, options));
-  if (!hold || hold.lock.owner !== locks.engine || !hold.active) return undefined;
-  // A write under a read of the same chain would wait for itself: refused at once, re-entrant
-  // or not.
-  if (hold.lock.redisKeys.kind?.type === 'shared' && options.mode !== 'read') {
-    throw new LockUpgradeError(key);
-  }
+  const hold = runningHold(locks, key, options, frame);
+  if (!hold) return undefined;
+  refuseUpgrade(hold, key, options);
   if (!(options.reentrant ?? locks.options.reentrant)) return undefined;
   assertSameLimit(hold, key, options);
   return hold;

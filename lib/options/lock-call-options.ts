@@ -39,7 +39,8 @@ export interface AcquireOptions {
    * permit (token, lease, renewal). Every holder of the key must name the same number (else
    * `SemaphoreLimitConflictError`). A semaphore is a lock of its own, apart from the mutex on
    * the same key. In fair mode (module option `fair`) its waiters are served in arrival order.
-   * Absent: the plain mutex. See docs/semaphores.md.
+   * A semaphore has no readers or writers: `mode` and `writerPriority` beside it are refused
+   * (`RedisLockConfigError`). Absent: the plain mutex. See docs/semaphores.md.
    */
   permits?: number;
   /**
@@ -116,7 +117,8 @@ export interface LockedOptions {
    * permit (token, lease, renewal). Every holder of the key must name the same number (else
    * `SemaphoreLimitConflictError`). A semaphore is a lock of its own, apart from the mutex on
    * the same key. In fair mode (module option `fair`) its waiters are served in arrival order.
-   * Absent: the plain mutex. See docs/semaphores.md.
+   * A semaphore has no readers or writers: `mode` and `writerPriority` beside it are refused
+   * (`RedisLockConfigError`). Absent: the plain mutex. See docs/semaphores.md.
    */
   permits?: number;
   /**

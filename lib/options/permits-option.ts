@@ -15,16 +15,24 @@ export function assertPermits(value: unknown): asserts value is number {
 /**
  * The lease a call's options ask for: one of N permits of a semaphore (`permits`), a reader's
  * share (`mode: 'read'`), or undefined — the key alone (a mutex, or a read-write lock's writer).
- * Validates `permits` on the way, and refuses `permits` with `mode: 'read'` (a semaphore has no
- * readers).
+ * Validates `permits` on the way, and refuses beside it the options of read-write locks (`mode`,
+ * either one, and `writerPriority`), which mean nothing for a semaphore: plain or fair, at the
+ * call or at decoration, before those options' own checks can speak of readers and writers.
  */
 export function leaseKindOf(options: {
   readonly permits?: unknown;
   readonly mode?: unknown;
+  readonly writerPriority?: unknown;
 }): LeaseKind | undefined {
   const { permits, mode } = options;
   if (permits === undefined) return mode === 'read' ? SHARED : undefined;
   assertPermits(permits);
-  if (mode === 'read') throw new RedisLockConfigError(semaphoreMessages.notWithRead());
+  if (mode !== undefined) {
+    const given = typeof mode === 'string' ? `mode: '${mode}'` : 'mode';
+    throw new RedisLockConfigError(semaphoreMessages.notWithReadWrite(given));
+  }
+  if (options.writerPriority !== undefined) {
+    throw new RedisLockConfigError(semaphoreMessages.notWithReadWrite('writerPriority'));
+  }
   return { type: 'permit', permits };
 }

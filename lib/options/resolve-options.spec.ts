@@ -89,3 +89,29 @@ describe('resolveOptions: unknown options', () => {
     );
   });
 });
+
+describe('resolveOptions: the shortest lease', () => {
+  it.each([0.001, 1, 2, 2.5, 1_000.5])(
+    'rejects ttl %p: a whole number of ms, with time left after the drift margin',
+    (ttl) => {
+      const error = failureOf({ redis, ttl });
+      expect(error).toBeInstanceOf(RedisLockConfigError);
+      expect((error as Error).message).toMatch(/`ttl` is .*whole number of ms of at least 3\b/);
+    },
+  );
+
+  it('accepts ttl 3, the shortest lease with a positive validity on one Redis', () => {
+    expect(resolveOptions({ redis, ttl: 3 }).ttl).toBe(3);
+  });
+
+  it("counts Redlock's drift: driftFactor 0.5 needs a ttl of at least 5", () => {
+    const redlock = { nodes: [redis, redis, redis], driftFactor: 0.5 };
+    expect((failureOf({ redlock, ttl: 4 }) as Error).message).toMatch(/at least 5\b/);
+    expect(resolveOptions({ redlock, ttl: 5 }).ttl).toBe(5);
+  });
+
+  it('refuses a Redlock driftFactor of 1 or more: no lease would have any validity', () => {
+    const redlock = { nodes: [redis, redis, redis], driftFactor: 1 };
+    expect(failureOf({ redlock })).toBeInstanceOf(RedisLockConfigError);
+  });
+});

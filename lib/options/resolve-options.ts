@@ -1,4 +1,11 @@
-import { MAX_TIMER_MS } from '../util/clock';
+import {
+  clockDrift,
+  isUsableLease,
+  MAX_TIMER_MS,
+  REDLOCK_DRIFT_FACTOR,
+  redlockDrift,
+  shortestLease,
+} from '../util/clock';
 import { messages } from '../errors/messages';
 import { readWriteMessages } from '../errors/read-write-messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
@@ -47,7 +54,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
       ),
     );
   }
-  assertPositive('ttl', resolved.ttl);
+  assertLease('ttl', resolved.ttl, driftOf(resolved));
   assertHoldBounds(resolved.minHold, resolved.maxHold);
   assertNonNegative('wait', resolved.wait);
   assertNonNegative('retryJitter', resolved.retryJitter);
@@ -129,6 +136,12 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
       assertPositive('redlock.nodeTimeout', redlock.nodeTimeout);
     if (redlock.driftFactor !== undefined) {
       assertNonNegative('redlock.driftFactor', redlock.driftFactor);
+      // A margin of the whole lease or more would leave no lease any time to be held.
+      if (redlock.driftFactor >= 1) {
+        throw new RedisLockConfigError(
+          messages.badOption('redlock.driftFactor', redlock.driftFactor, 'a number >= 0 and < 1'),
+        );
+      }
     }
     if (redlock.restartGrace !== undefined) {
       assertNonNegative('redlock.restartGrace', redlock.restartGrace);
@@ -168,6 +181,29 @@ function assertWriterPriority(resolved: ResolvedRedisLockOptions): void {
 }
 
 export { MAX_TIMER_MS };
+
+/** The drift margin (ms) the backend the options describe keeps off a lease of `ttl` ms. */
+function driftOf(resolved: ResolvedRedisLockOptions): (ttl: number) => number {
+  const factor = resolved.redlock ? (resolved.redlock.driftFactor ?? REDLOCK_DRIFT_FACTOR) : 0;
+  return resolved.redlock ? (ttl) => redlockDrift(ttl, factor) : clockDrift;
+}
+
+/**
+ * A lease: a whole number of ms that leaves time once the drift margin `drift` (one Redis's by
+ * default) is taken off, and that a timer can wait. The message names the shortest one.
+ */
+export function assertLease(
+  name: string,
+  value: unknown,
+  drift: (ttl: number) => number = clockDrift,
+): asserts value is number {
+  assertPositive(name, value);
+  if (!isUsableLease(value, drift)) {
+    throw new RedisLockConfigError(
+      messages.leaseTooShort(name, value, shortestLease(drift), MAX_TIMER_MS),
+    );
+  }
+}
 
 export function assertPositive(name: string, value: unknown): asserts value is number {
   if (typeof value !== 'number' || !(value > 0 && value <= MAX_TIMER_MS)) {

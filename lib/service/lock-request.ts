@@ -5,15 +5,14 @@ import { assertLockKey } from '../keys/lock-keys';
 import type { AcquireOptions } from '../options/lock-call-options';
 import { leaseKindOf } from '../options/permits-option';
 import { readWriteRequest } from '../options/read-write-options';
-import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
-import { assertHoldBounds, assertNonNegative, assertPositive } from '../options/resolve-options';
+import { assertHoldBounds, assertLease, assertNonNegative } from '../options/resolve-options';
 import { multiKeys } from './multi-key-request';
 
 /** All of `keys` or none (`LockNotAcquiredError` names the key still busy). */
 /** All of `keys` or none (checked: exclusive, non-empty, duplicates removed). */
 export function acquireMany(engine: LockEngine, keys: readonly string[], options: AcquireOptions) {
   const unique = multiKeys(keys, options, engine.options.maxKeyLength);
-  const { key: _first, ...request } = lockRequest(engine.options, unique[0]!, options);
+  const { key: _first, ...request } = lockRequest(engine, unique[0]!, options);
   return engine.acquireMany({ ...request, keys: unique });
 }
 
@@ -23,28 +22,33 @@ export function acquireOne(
   key: string,
   options: AcquireOptions,
 ): Promise<LockHandle> {
-  return engine.acquire(lockRequest(engine.options, key, options)).then((outcome) => {
+  return engine.acquire(lockRequest(engine, key, options)).then((outcome) => {
     if ('lock' in outcome) return outcome.lock;
     throw new LockNotAcquiredError(key, outcome.waited, outcome.retryAfterMs);
   });
 }
 
-/** The engine's request for one key: the call's options over the module's (`defaults`), checked. */
+/**
+ * The engine's request for one key: the call's options over the module's (`engine.options`),
+ * checked — the lease against the drift margin of the engine's backend.
+ */
 export function lockRequest(
-  defaults: ResolvedRedisLockOptions,
+  engine: Pick<LockEngine, 'options' | 'drift'>,
   key: string,
   options: AcquireOptions,
 ) {
+  const defaults = engine.options;
   assertLockKey(key, defaults.maxKeyLength);
   const ttl = options.ttl ?? defaults.ttl;
   const wait = options.wait ?? defaults.wait;
   const maxHold = options.maxHold ?? defaults.maxHold;
   const minHold = options.minHold ?? defaults.minHold;
-  assertPositive('ttl', ttl);
+  assertLease('ttl', ttl, (ms) => engine.drift(ms));
   assertNonNegative('wait', wait);
   assertHoldBounds(minHold, maxHold);
+  // The kind first: a semaphore refuses read-write options with a message of its own.
+  const kind = leaseKindOf(options);
   const { writerPriority } = readWriteRequest(options, defaults);
   const { renew = true, signal } = options;
-  const kind = leaseKindOf(options);
   return { key, ttl, wait, maxHold, minHold, renew, signal, kind, writerPriority };
 }

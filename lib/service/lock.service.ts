@@ -12,6 +12,7 @@ import { givenBackend } from './given-backend';
 import type { LockEventListener, LockEventName } from '../engine/lock-events';
 import { assertLockKey } from '../keys/lock-keys';
 import { isKeyList, type LockSource } from '../locking/lock-source';
+import { assertNoUpgrade } from '../locking/join-held';
 import { markInternalLockSource } from '../locking/public-lock-source';
 import { runLocked } from '../locking/run-locked';
 import { heldOrNull, heldOrThrow } from './multi-key-request';
@@ -60,11 +61,12 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle>;
   acquire(key: string | readonly string[], options: AcquireOptions = {}): Promise<LockHandle> {
     // No async layer (a bad key still rejects, as settled): every acquire comes here.
-    return settled(() =>
-      isKeyList(key)
+    return settled(() => {
+      assertNoUpgrade(this, key, options);
+      return isKeyList(key)
         ? acquireMany(this.engine, key, options).then(heldOrThrow)
-        : acquireOne(this.engine, key, options),
-    );
+        : acquireOne(this.engine, key, options);
+    });
   }
 
   /**
@@ -86,10 +88,11 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
     key: string | readonly string[],
     options: Omit<AcquireOptions, 'wait'> = {},
   ): Promise<LockHandle | null> {
+    assertNoUpgrade(this, key, options);
     if (isKeyList(key))
       return heldOrNull(await acquireMany(this.engine, key, { ...options, wait: 0 }));
     const outcome = await this.engine.acquire(
-      lockRequest(this.options, key, { ...options, wait: 0 }),
+      lockRequest(this.engine, key, { ...options, wait: 0 }),
     );
     return 'lock' in outcome ? outcome.lock : null;
   }
@@ -168,8 +171,10 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    * (`'exclusive'`, `'read'` or `'semaphore'`), the lease left, the fence, and who holds it — the
    * mutex's `holder` (`instanceId`, since when), a read lock's `readers` (count, holders, writers
    * waiting), a semaphore's `semaphore` (limit, count, holders, fence) — and in fair mode who
-   * queues. One atomic read of every kind on the key; on Redlock (exclusive locks only) a lock is
-   * held only where a quorum of nodes agree.
+   * queues. One atomic read of every kind on the key; a key held by several kinds at once (a read
+   * lock and a semaphore) reads as the first of exclusive, read, semaphore, with each other kind
+   * in `others` — all that `evict` would remove. On Redlock (exclusive locks only) a lock is held
+   * only where a quorum of nodes agree.
    *
    * @example
    * ```ts

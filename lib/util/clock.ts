@@ -109,6 +109,35 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export const clockDrift = (ttl: number): number => Math.floor(ttl * 0.01) + 2;
 
+/** Redlock's default share of the lease kept as drift margin (`redlock.driftFactor`). */
+export const REDLOCK_DRIFT_FACTOR = 0.01;
+
+/** Redlock's drift margin: `ttl × driftFactor + 2` ms (its nodes' clocks drift independently). */
+export const redlockDrift = (ttl: number, driftFactor: number): number => ttl * driftFactor + 2;
+
+/**
+ * Whether `ms` is a lease the local clock can count on: a whole number of ms that leaves time once
+ * the drift margin `drift(ms)` is taken off its end. A shorter one would be lost as it is granted.
+ */
+export const isUsableLease = (ms: number, drift: (ttl: number) => number): boolean =>
+  Number.isInteger(ms) && ms - drift(ms) > 0;
+
+/**
+ * The shortest usable lease (see `isUsableLease`) for the drift margin `drift`, or `Infinity` when
+ * not even the longest a timer can wait leaves time. The margin grows slower than the lease.
+ */
+export function shortestLease(drift: (ttl: number) => number): number {
+  if (!isUsableLease(MAX_TIMER_MS, drift)) return Infinity;
+  let low = 1;
+  let high = MAX_TIMER_MS; // usable
+  while (low < high) {
+    const middle = Math.floor((low + high) / 2);
+    if (isUsableLease(middle, drift)) high = middle;
+    else low = middle + 1;
+  }
+  return low;
+}
+
 let pool = Buffer.alloc(0);
 let offset = 0;
 

@@ -5,6 +5,13 @@
  * writers in the watchdog's per-shard batches — and every key written has a TTL.
  */
 import type { LockService } from 'nestjs-redis-lock';
+import {
+  acquireKind,
+  KINDS,
+  outcomeOf,
+  renewedNamesOf,
+  writeForeignValue,
+} from '../support/foreign-values';
 import { onOwnCluster } from '../support/own-cluster';
 import { now, sleep, waitFor } from '../support/time';
 
@@ -60,3 +67,41 @@ it('renews readers and writers together past their ttl, and every key has a TTL'
   }
   await Promise.all(held.map((lock) => lock.release()));
 });
+
+it.each(KINDS)(
+  'keeps each lock its own outcome when a foreign value sits under a %s lock, on a Cluster',
+  async (victimKind) => {
+    const keys = await keyPerShard();
+    const names = renewedNamesOf(prefix, keys[0]!, victimKind).map((_, i) => i);
+    // Per key, one victim per name the kind renews under, beside a lock of every kind.
+    const sets = await Promise.all(
+      keys.flatMap((key) =>
+        names.map(async (i) => {
+          const base = `foreign-${victimKind}:${key}:${i}`;
+          const [victim, ...others] = await Promise.all([
+            acquireKind(a, base, victimKind),
+            ...KINDS.map((kind) => acquireKind(a, `${base}:beside-${kind}`, kind)),
+          ]);
+          return {
+            victim,
+            others,
+            main: i === 0,
+            name: renewedNamesOf(prefix, base, victimKind)[i]!,
+          };
+        }),
+      ),
+    );
+    await Promise.all(sets.map((set) => writeForeignValue(cluster.admin, set.name)));
+    await sleep(1_000);
+    for (const set of sets) {
+      expect(set.others.map(outcomeOf)).toEqual(['held', 'held', 'held']);
+      if (set.main) expect(outcomeOf(set.victim)).toBe('lost:not-owner');
+      else expect(['held', 'lost:not-owner']).toContain(outcomeOf(set.victim));
+    }
+    await Promise.all(sets.flatMap((set) => set.others.map((lock) => lock.release())));
+    await Promise.all(
+      sets.filter((set) => set.victim.isHeld).map((set) => set.victim.release().catch(() => false)),
+    );
+    await Promise.all(sets.map((set) => cluster.admin.del(set.name)));
+  },
+);

@@ -254,6 +254,40 @@ describe('re-entrancy', () => {
   });
 });
 
+describe('acquire() and tryAcquire() nested in a read of the same key', () => {
+  it('refuse a write at once (LockUpgradeError), one key or many, without holding readers back', async () => {
+    await locks.withLock(
+      'doc:33',
+      async () => {
+        const started = now();
+        const calls: Promise<unknown>[] = [
+          locks.acquire('doc:33', { wait: 5_000 }),
+          locks.tryAcquire('doc:33'),
+          locks.acquire(['doc:34', 'doc:33'], { wait: 5_000 }),
+          locks.tryAcquire(['doc:33', 'doc:34']),
+        ];
+        for (const call of calls) {
+          await expect(call).rejects.toBeInstanceOf(LockUpgradeError);
+          await expect(call).rejects.toThrow(/mode 'write'.*outer call/);
+        }
+        expect(now() - started).toBeLessThan(1_000);
+        // No writer entry was left waiting: another instance's reader still gets in.
+        expect(await redis.exists(`${prefix}{doc:33}:writers-waiting`)).toBe(0);
+        const reader = await other.tryAcquire('doc:33', { mode: 'read' });
+        expect(reader).not.toBeNull();
+        await reader!.release();
+        // Control: another read, and the key's semaphore (a lock of its own), are not upgrades.
+        await (await locks.acquire('doc:33', { mode: 'read' })).release();
+        await (await locks.acquire('doc:33', { permits: 2 })).release();
+        expect(await locks.isLocked('doc:34')).toBe(false);
+      },
+      { mode: 'read' },
+    );
+    // Outside the read, the same write is granted.
+    await (await locks.acquire('doc:33')).release();
+  });
+});
+
 describe('options', () => {
   it('refuses bad values loudly', async () => {
     const bad = { mode: 'shared' } as unknown as { mode: 'read' };

@@ -112,6 +112,31 @@ describe('the limit N', () => {
       ).rejects.toThrow(/`permits`/);
     },
   );
+
+  it.each([
+    [{ writerPriority: true }, /`writerPriority`.*semaphore.*no readers or writers/],
+    [{ writerPriority: false }, /`writerPriority`.*semaphore.*no readers or writers/],
+    [{ mode: 'write' as const }, /`mode: 'write'`.*semaphore.*no readers or writers/],
+    [{ mode: 'read' as const }, /`mode: 'read'`.*semaphore.*no readers or writers/],
+  ])(
+    'refuses %p beside permits, in plain and fair mode, with a message about semaphores',
+    async (option, message) => {
+      for (const locks of [services.create(), services.create({ fair: true })]) {
+        let ran = false;
+        const calls: Promise<unknown>[] = [
+          locks.acquire('bad', { permits: 3, ...option }),
+          locks.tryAcquire('bad', { permits: 3, ...option }),
+          locks.withLock('bad', () => (ran = true), { permits: 3, ...option }),
+        ];
+        for (const call of calls) {
+          await expect(call).rejects.toBeInstanceOf(RedisLockConfigError);
+          await expect(call).rejects.toThrow(message);
+        }
+        expect(ran).toBe(false);
+        expect(await locks.isLocked('bad')).toBe(false);
+      }
+    },
+  );
 });
 
 describe('re-entrancy', () => {
