@@ -28,6 +28,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   writerPriority: true,
   fenceRetention: 60_000,
   errorDetails: 'safe',
+  answerLockErrors: true,
   telemetry: { keys: 'none' },
   instanceId: `${hostname()}:${process.pid}`,
 };
@@ -56,6 +57,7 @@ export const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   busyStatus: true,
   exceptionFactory: true,
   errorDetails: true,
+  answerLockErrors: true,
   telemetry: true,
   instanceId: true,
 };

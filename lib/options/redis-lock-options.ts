@@ -227,6 +227,16 @@ export interface RedisLockModuleOptions {
    */
   errorDetails?: LockErrorDetails;
   /**
+   * Lock failures thrown outside a `@Locked` handler — by a `@Locked` provider method or a
+   * `withLock` a handler calls — that reach Nest's default exception handling answer as `@Locked`
+   * handlers do (`LockExceptionFilter`): on HTTP `busyStatus` (409) with `Retry-After`, 400, 500 or
+   * 503; `LockTransportError` data to microservice and WebSocket callers; a `LockGraphQLError` to
+   * GraphQL clients. Every filter of your own still goes first: on the method or the class, through
+   * `app.useGlobalFilters()` or an `APP_FILTER` provider. `false` leaves them to Nest (a 500).
+   * @default true
+   */
+  answerLockErrors?: boolean;
+  /**
    * OpenTelemetry metrics and spans, through `@opentelemetry/api` when it is installed and an SDK
    * is registered (otherwise nothing is recorded). Lock keys stay out of spans unless `keys`
    * says otherwise. docs/observability.md lists the metrics and spans.

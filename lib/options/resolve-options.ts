@@ -87,6 +87,11 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
     );
   }
   assertOneOf('errorDetails', resolved.errorDetails, ['safe', 'detailed']);
+  if (typeof resolved.answerLockErrors !== 'boolean') {
+    throw new RedisLockConfigError(
+      messages.badOption('answerLockErrors', resolved.answerLockErrors, 'a boolean'),
+    );
+  }
   if (resolved.exceptionFactory !== undefined && typeof resolved.exceptionFactory !== 'function') {
     throw new RedisLockConfigError(
       messages.badOption('exceptionFactory', resolved.exceptionFactory, 'a function'),
