@@ -134,6 +134,15 @@ export const messages = {
     `@Locked() on ${where} ran, but no LockService is bound to this instance. Import ` +
     'RedisLockModule.forRoot() in the module that provides it (or make it global), and let Nest ' +
     'create the instance (a provider or controller, not `new`).',
+  syncMethod: (where: string, returned: string) =>
+    `@Locked() on ${where} returned ${returned} synchronously: a locked call waits for its lock, ` +
+    'so the method must return a Promise or an Observable (make it async). Its body ran once ' +
+    'under the lock, which is released; every later call throws this at once, before locking. ' +
+    'A type-checked build (tsc) reports it at compile time; transpile-only builds (SWC, tsx, ' +
+    'vitest) do not.',
+  declaredSync: (where: string, type: string) =>
+    `@Locked() needs a method that returns a Promise or an Observable, and ${where} is declared ` +
+    `to return ${type}: make it async (a locked call waits for its lock).`,
   notAMethod: (where: string) => `@Locked() can only decorate methods; ${where} is not a method.`,
   staticMethod: (where: string) =>
     `@Locked() cannot decorate the static method ${where}: a static method belongs to no ` +
