@@ -51,6 +51,17 @@ export const messages = {
   startupNoAnswer: (target: string, ms: number) =>
     `Redis ${target} did not answer the startup check within ${ms} ms (\`commandTimeout\`). ` +
     'Check that Redis runs there and that the `redis` option (REDIS_URL) points at it.',
+  startupRetry: (attempt: number, attempts: number, problem: string, delay: number) =>
+    `Startup check: attempt ${attempt} of ${attempts} failed: ${problem} Trying again in ` +
+    `${delay} ms (\`startupRetries\`).`,
+  startupGaveUp: (attempts: number, seconds: number, problem: string) =>
+    `Startup check: Redis could not lock after ${attempts} attempts over ` +
+    `${seconds.toFixed(1)} s: ${problem} Make sure Redis runs at that address and answers, ` +
+    "raise `startupRetries`, or set `startupCheck: 'warn'` to start without it (lock calls then " +
+    'fail until it answers).',
+  startupNotVotingYet: (problem: string) =>
+    `Startup check: ${problem} Starting anyway: the nodes answer, and vote once restartGrace ` +
+    'has passed; until then lock calls may be refused.',
   startupFailed: (problem: string) =>
     `Startup check: ${problem} Lock calls fail until this is fixed; set ` +
     "`startupCheck: 'fail'` to stop the application from starting instead.",

@@ -167,13 +167,23 @@ export interface RedisLockModuleOptions {
    * At startup (`onModuleInit`, bounded by `commandTimeout`) the module checks Redis: it logs one
    * line with where it connects (never a password) and that Redis answered and ran a lock
    * command, and warns when `maxmemory-policy` may evict lock keys. When Redis does not answer or
-   * refuses (connection refused, wrong password, an ACL without the lock's commands): `'warn'`
-   * logs the cause and the app starts (lock calls then fail with it at once); `'fail'` stops the
-   * bootstrap with that error; `'off'` skips the check (no line, no Redis call at startup).
-   * `new LockService()` outside Nest runs no check.
-   * @default 'warn'
+   * refuses (connection refused, wrong password, an ACL without the lock's commands): `'fail'`
+   * stops the bootstrap with that error, after `startupRetries` while Redis is out of reach, as
+   * production apps expect of their data stores; `'warn'` logs the cause and the app starts (lock
+   * calls then fail with it at once); `'off'` skips the check (no line, no Redis call at
+   * startup). `new LockService()` outside Nest runs no check.
+   * @default 'fail'
    */
   startupCheck?: StartupCheckMode;
+  /**
+   * With `startupCheck: 'fail'`: how many times the check is tried again while Redis is out of
+   * reach (connection refused or reset, no answer within `commandTimeout`), 0.5 s, 1 s, 2 s, … (at
+   * most 5 s) apart, before the bootstrap fails — so an app whose Redis starts a moment later (a
+   * compose stack, a pod beside its Redis) still starts. A refusal that a retry cannot fix (a wrong
+   * password, an ACL without the lock's commands) fails at once.
+   * @default 3
+   */
+  startupRetries?: number;
   /**
    * Default of `@Locked({ onBusy })`: `'throw'` a `LockNotAcquiredError` (HTTP 409), or `'skip'`
    * the call and return `undefined` (for jobs that must run on one instance only).

@@ -56,6 +56,15 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertNonNegative('fenceRetention', resolved.fenceRetention);
   assertNonNegative('shutdownGrace', resolved.shutdownGrace);
   assertOneOf('startupCheck', resolved.startupCheck, ['warn', 'fail', 'off']);
+  if (
+    !Number.isInteger(resolved.startupRetries) ||
+    resolved.startupRetries < 0 ||
+    resolved.startupRetries > 100
+  ) {
+    throw new RedisLockConfigError(
+      messages.badOption('startupRetries', resolved.startupRetries, 'a whole number from 0 to 100'),
+    );
+  }
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   assertInstanceId(resolved.instanceId);

@@ -305,6 +305,7 @@ describe.each(PLATFORMS)(
       const app = await startApp(prefix, fastify, {
         redis: `redis://:wrong-password@127.0.0.1:${server.port}`,
         commandTimeout: 1_000,
+        startupCheck: 'warn', // the app starts on the refused password, to answer requests
       });
       apps.push(app);
 
@@ -322,6 +323,7 @@ describe.each(PLATFORMS)(
       const app = await startApp(prefix, fastify, {
         redis: `redis://127.0.0.1:${await freePort()}`,
         commandTimeout: 300,
+        startupCheck: 'warn', // the app starts without Redis, to answer while it is out of reach
       });
       apps.push(app);
       const response = await request(app.getHttpServer()).post(`/accounts/signup/${EMAIL}`);
