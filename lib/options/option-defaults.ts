@@ -63,6 +63,24 @@ export const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   telemetry: true,
   instanceId: true,
 };
+/**
+ * Names from other Redis libraries' options that mean the connection: `url: 'redis://…'`,
+ * `host`/`port` as ioredis takes them, are all given to `redis` here.
+ */
+export const OPTION_ALIASES: Readonly<Record<string, string>> = {
+  url: 'redis',
+  uri: 'redis',
+  redisUrl: 'redis',
+  connection: 'redis',
+  client: 'redis',
+  host: 'redis',
+  port: 'redis',
+  password: 'redis',
+  username: 'redis',
+  db: 'redis',
+  sentinels: 'redis',
+  nodes: 'cluster',
+};
 export const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = {
   nodes: true,
   options: true,

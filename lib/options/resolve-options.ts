@@ -7,6 +7,7 @@ import { assertKnownOptions } from './known-options';
 import {
   CLUSTER_OPTION_NAMES,
   DEFAULT_OPTIONS,
+  OPTION_ALIASES,
   OPTION_NAMES,
   REDLOCK_OPTION_NAMES,
   REPLICA_ACK_OPTION_NAMES,
@@ -20,7 +21,7 @@ import type { RedisLockModuleOptions, ResolvedRedisLockOptions } from './redis-l
  */
 export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRedisLockOptions {
   if (typeof options === 'object' && options !== null) {
-    assertKnownOptions('RedisLockModule', options, OPTION_NAMES);
+    assertKnownOptions('RedisLockModule', options, OPTION_NAMES, OPTION_ALIASES);
   }
   const defined = Object.fromEntries(
     Object.entries(options).filter(([, value]) => value !== undefined),
