@@ -30,6 +30,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   fenceRetention: 60_000,
   errorDetails: 'safe',
   answerLockErrors: true,
+  busyLogLevel: 'verbose',
   telemetry: { keys: 'none' },
   instanceId: `${hostname()}:${process.pid}`,
 };
@@ -60,6 +61,7 @@ export const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   exceptionFactory: true,
   errorDetails: true,
   answerLockErrors: true,
+  busyLogLevel: true,
   telemetry: true,
   instanceId: true,
 };

@@ -247,6 +247,14 @@ export interface RedisLockModuleOptions {
    */
   answerLockErrors?: boolean;
   /**
+   * The level of the line logged for a busy lock's answer (a 409, a `LOCK_BUSY`, busy data), or
+   * `false` for none. A busy lock is routine traffic: `'verbose'`, the lowest level, is dropped by
+   * an app whose logger leaves verbose out (`logger: ['log', 'warn', 'error']`); Nest's default
+   * logger prints every level. Busy events (`@EventPattern`, which drop the event) stay warnings.
+   * @default 'verbose'
+   */
+  busyLogLevel?: BusyLogLevel;
+  /**
    * OpenTelemetry metrics and spans, through `@opentelemetry/api` when it is installed and an SDK
    * is registered (otherwise nothing is recorded). Lock keys stay out of spans unless `keys`
    * says otherwise. docs/observability.md lists the metrics and spans.
@@ -254,6 +262,9 @@ export interface RedisLockModuleOptions {
    */
   telemetry?: TelemetryOptions;
 }
+
+/** The level of a busy lock's log line, or `false` for none: see `busyLogLevel`. */
+export type BusyLogLevel = 'verbose' | 'debug' | 'log' | 'warn' | false;
 
 /** How much a lock failure's answer tells the caller: see `errorDetails`. */
 export type LockErrorDetails = 'safe' | 'detailed';

@@ -97,6 +97,9 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
     );
   }
   assertOneOf('errorDetails', resolved.errorDetails, ['safe', 'detailed']);
+  if (resolved.busyLogLevel !== false) {
+    assertOneOf('busyLogLevel', resolved.busyLogLevel, ['verbose', 'debug', 'log', 'warn']);
+  }
   if (typeof resolved.answerLockErrors !== 'boolean') {
     throw new RedisLockConfigError(
       messages.badOption('answerLockErrors', resolved.answerLockErrors, 'a boolean'),
