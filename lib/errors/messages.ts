@@ -28,6 +28,14 @@ export const messages = {
     'was not run and took no lock.',
   badOption: (name: string, value: unknown, expected: string) =>
     `Lock option \`${name}\` is ${describe(value)}; expected ${expected}.`,
+  cliUnknownOption: (option: string, meant: string | undefined) =>
+    `nestjs-redis-lock: unknown option ${option}` +
+    (meant ? `; did you mean ${meant}?` : '.') +
+    ' Run "nestjs-redis-lock --help" for usage.',
+  cliOptionNeedsValue: (option: string) =>
+    `nestjs-redis-lock: option ${option} needs a value. Run "nestjs-redis-lock --help" for usage.`,
+  cliBadArguments: (problem: string) =>
+    `nestjs-redis-lock: ${problem.replace(/\.?$/, '.')} Run "nestjs-redis-lock --help" for usage.`,
   unknownOption: (where: string, name: string, closest: string | undefined, valid: string[]) =>
     `${where}: \`${name}\` is not an option` +
     (closest ? `; did you mean \`${closest}\`?` : '.') +
