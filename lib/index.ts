@@ -47,6 +47,7 @@ export {
   Locked,
   type LockableMethod,
   type LockedMethodDecorator,
+  type LockedNeedsAsyncMethod,
   type LockKeyFactory,
 } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';

@@ -197,3 +197,24 @@ it('answers usage errors with 2, an unreachable Redis with 3, and --help with 0'
   expect(unreachable.code).toBe(3);
   expect(unreachable.stderr).toContain('127.0.0.1:1');
 });
+
+it('answers an unknown option with one line: the option, a suggestion and where help is', async () => {
+  const [typo, unknown, missingValue] = await Promise.all([
+    cli(['ls', '--prefx', 'orders:']),
+    cli(['ls', '--colour']),
+    cli(['ls', '--prefix']),
+  ]);
+  expect(typo.code).toBe(2);
+  expect(typo.stderr).toBe(
+    'nestjs-redis-lock: unknown option --prefx; did you mean --prefix? ' +
+      'Run "nestjs-redis-lock --help" for usage.\n',
+  );
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toBe(
+    'nestjs-redis-lock: unknown option --colour. Run "nestjs-redis-lock --help" for usage.\n',
+  );
+  expect(missingValue.code).toBe(2);
+  expect(missingValue.stderr).toBe(
+    'nestjs-redis-lock: option --prefix needs a value. Run "nestjs-redis-lock --help" for usage.\n',
+  );
+});

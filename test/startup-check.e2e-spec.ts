@@ -1,8 +1,9 @@
 /**
  * A loud boot and honest connection errors: at startup the module logs where it connects and that
  * Redis answered (or warns with the real cause: refused, wrong password, an ACL without the lock's
- * commands), warns about a `maxmemory-policy` that can evict lock keys, and with
- * `startupCheck: 'fail'` stops the bootstrap instead. Lock calls on a connection that never came
+ * commands), warns about a `maxmemory-policy` that can evict lock keys, and by default
+ * (`startupCheck: 'fail'`) stops the bootstrap instead, after bounded retries while Redis is out
+ * of reach; `'warn'` starts anyway. Lock calls on a connection that never came
  * up, or that Redis refused for good (auth), fail at once with that cause; `close()` stays prompt.
  * Every server here is this file's own `redis-server` (the ACL and password changes included).
  */
@@ -165,8 +166,48 @@ describe('Redlock', () => {
 describe('nothing listening (connection refused)', () => {
   const commandTimeout = 4_000;
 
-  it('starts, and warns naming the address and the refusal', async () => {
+  it('fails the bootstrap by default, after bounded retries, naming the address and the cause', async () => {
     const { app, logs, error } = await boot({ redis: refusedUrl, commandTimeout });
+    expect(app).toBeUndefined();
+    expect(error).toBeInstanceOf(RedisUnavailableError);
+    expect((error as Error).message).toContain(refusedAddress);
+    expect((error as Error).message).toMatch(/refused/i);
+    expect((error as Error).message).toMatch(/after 4 attempts/);
+    expect((error as Error).message).toMatch(/startupCheck: 'warn'/);
+    // Each failed attempt but the last says when the next one comes.
+    const retries = logs.of('warn', /attempt \d of 4/);
+    expect(retries).toHaveLength(3);
+    expect(retries[0]).toContain(refusedAddress);
+  });
+
+  it('boots when Redis comes up during the retries', async () => {
+    const port = Number(new URL(refusedUrl).port);
+    let late: Promise<RedisServer> | undefined;
+    const logs = new CapturingLogger();
+    const warn = logs.warn.bind(logs);
+    // The first failed attempt starts the server a later attempt reaches.
+    logs.warn = (message: unknown) => {
+      warn(message);
+      if (!late && /attempt 1 of 4/.test(String(message))) late = startRedis({ port });
+    };
+    @Module({ imports: [RedisLockModule.forRoot({ prefix, redis: refusedUrl })] })
+    class LateModule {}
+    try {
+      const app = await NestFactory.createApplicationContext(LateModule, { logger: logs });
+      apps.push(app);
+      expect(logs.of('log', /answered/)).toHaveLength(1);
+    } finally {
+      await Promise.all(apps.splice(0).map((app) => app.close()));
+      await (await late)?.stop();
+    }
+  });
+
+  it("starts with startupCheck: 'warn', and warns naming the address and the refusal", async () => {
+    const { app, logs, error } = await boot({
+      redis: refusedUrl,
+      commandTimeout,
+      startupCheck: 'warn',
+    });
     expect(error).toBeUndefined();
     expect(app).toBeDefined();
     const warnings = logs.of('warn', refusedAddress);
@@ -176,7 +217,12 @@ describe('nothing listening (connection refused)', () => {
   });
 
   it("fails the bootstrap with startupCheck: 'fail', with the refusal as cause", async () => {
-    const { error, took } = await boot({ redis: refusedUrl, commandTimeout, startupCheck: 'fail' });
+    const { error, took } = await boot({
+      redis: refusedUrl,
+      commandTimeout,
+      startupCheck: 'fail',
+      startupRetries: 0,
+    });
     expect(error).toBeInstanceOf(RedisUnavailableError);
     expect((error as Error).message).toContain(refusedAddress);
     expect((error as Error).message).toMatch(/refused/i);
@@ -185,7 +231,7 @@ describe('nothing listening (connection refused)', () => {
   });
 
   it('fails lock calls at once (not after commandTimeout or wait) with the refusal as cause', async () => {
-    const { app } = await boot({ redis: refusedUrl, commandTimeout });
+    const { app } = await boot({ redis: refusedUrl, commandTimeout, startupCheck: 'warn' });
     const locks = app!.get(LockService);
     for (const call of [
       locks.acquire('k', { wait: 3_000 }),
@@ -217,7 +263,7 @@ describe('nothing listening (connection refused)', () => {
   });
 
   it('closes the app promptly after lock calls failed', async () => {
-    const { app } = await boot({ redis: refusedUrl, commandTimeout: 2_000 });
+    const { app } = await boot({ redis: refusedUrl, commandTimeout: 2_000, startupCheck: 'warn' });
     const locks = app!.get(LockService);
     await failure(locks.acquire('k'));
     apps.splice(apps.indexOf(app!), 1);
@@ -243,7 +289,10 @@ describe('a wrong password', () => {
   afterAll(() => secured?.stop());
 
   it('warns with WRONGPASS and the address, never the password', async () => {
-    const { logs, error } = await boot({ redis: `redis://:wrong@127.0.0.1:${secured.port}` });
+    const { logs, error } = await boot({
+      redis: `redis://:wrong@127.0.0.1:${secured.port}`,
+      startupCheck: 'warn',
+    });
     expect(error).toBeUndefined();
     const warnings = logs.of('warn', `127.0.0.1:${secured.port}`);
     expect(warnings).toHaveLength(1);
@@ -252,7 +301,7 @@ describe('a wrong password', () => {
   });
 
   it('warns with NOAUTH when no password is given', async () => {
-    const { logs } = await boot({ redis: secured.url });
+    const { logs } = await boot({ redis: secured.url, startupCheck: 'warn' });
     expect(logs.of('warn', /NOAUTH/)).toHaveLength(1);
   });
 
@@ -261,12 +310,20 @@ describe('a wrong password', () => {
     const { app } = await boot({
       redis: `redis://:wrong@127.0.0.1:${secured.port}`,
       commandTimeout,
+      startupCheck: 'warn',
     });
     const { error, after } = await failure(app!.get(LockService).acquire('k', { wait: 3_000 }));
     expect(error).toBeInstanceOf(RedisUnavailableError);
     expect((error as Error).message).toMatch(/WRONGPASS/);
     expect(((error as Error).cause as Error).message).toMatch(/^WRONGPASS/);
     expect(after).toBeLessThan(commandTimeout / 2);
+  });
+
+  it('fails the bootstrap by default at once, with no retry: a wrong password stays wrong', async () => {
+    const { error, logs } = await boot({ redis: `redis://:wrong@127.0.0.1:${secured.port}` });
+    expect(error).toBeInstanceOf(RedisUnavailableError);
+    expect((error as Error).message).toMatch(/WRONGPASS/);
+    expect(logs.of('warn', /attempt/)).toEqual([]);
   });
 
   it('logs the address without the password once the right one is given', async () => {
@@ -286,7 +343,10 @@ describe('an ACL user without the lock commands', () => {
     ['no-evalsha', /evalsha/i],
     ['no-publish', /publish/i],
   ])('warns for user %s that its ACL forbids a lock command, naming it', async (user, command) => {
-    const { logs, error } = await boot({ redis: `redis://${user}:pw@127.0.0.1:${server.port}` });
+    const { logs, error } = await boot({
+      redis: `redis://${user}:pw@127.0.0.1:${server.port}`,
+      startupCheck: 'warn',
+    });
     expect(error).toBeUndefined();
     const warnings = logs.of('warn', `127.0.0.1:${server.port}`);
     expect(warnings).toHaveLength(1);

@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
+import { messages } from '../errors/messages';
 import { RedisLockError } from '../errors/redis-lock.error';
+import { closestName } from '../options/known-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { LockService } from '../service/lock.service';
 import { formatEvicted, formatInfo, formatListing } from './format';
@@ -40,6 +42,33 @@ Environment:
 
 Exit codes: 0 done, 1 lock not held, 2 usage error, 3 Redis error.`;
 
+const OPTIONS = {
+  prefix: { type: 'string' },
+  force: { type: 'boolean' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/**
+ * One line for a command line `parseArgs` refused: the option, what it likely meant, and where
+ * the help is — not `parseArgs`' own text (whose advice on `--` is for positionals) and the
+ * whole usage after it.
+ */
+function parseFailure(error: unknown): string {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const text = typeof message === 'string' ? message : String(error);
+  // "Unknown option '--prefx'…", "Option '--prefix <value>' argument missing"
+  const option = /'(-{1,2}[^'\s=]+)/.exec(text)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
+    const meant = closestName(option.replace(/^-+/, ''), Object.keys(OPTIONS));
+    return messages.cliUnknownOption(option, meant && `--${meant}`);
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option && /missing/.test(text)) {
+    return messages.cliOptionNeedsValue(option);
+  }
+  return messages.cliBadArguments(text.split('. ')[0] ?? text);
+}
+
 /** Runs one command line; resolves the exit code. Never throws for a Redis or usage error. */
 export async function runCli(
   argv: readonly string[],
@@ -51,15 +80,10 @@ export async function runCli(
     parsed = parseArgs({
       args: [...argv],
       allowPositionals: true,
-      options: {
-        prefix: { type: 'string' },
-        force: { type: 'boolean' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: OPTIONS,
     });
   } catch (error) {
-    output.err(`${(error as Error).message}\n\n${USAGE}`);
+    output.err(parseFailure(error));
     return EXIT.usage;
   }
   const { values, positionals } = parsed;

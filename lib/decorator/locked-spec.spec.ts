@@ -271,9 +271,10 @@ describe('keys of provider calls (keyFromArguments)', () => {
       voucherId,
     ]);
     expect(() => assertProviderPlaceholders(spec)).toThrow(
-      /<userID> names no parameter \(parameters: userId, voucherId\)/,
+      /<userID> names no parameter \(parameters: userId, voucherId\); did you mean <userId>\?/,
     );
-    expect(() => keyFromArguments(spec, ['u', 'v'])).toThrow(LockKeyError);
+    // A typo in the template is the developer's to fix, never a client's 400.
+    expect(() => keyFromArguments(spec, ['u', 'v'])).toThrow(RedisLockConfigError);
   });
 
   it('rejects a placeholder on a method with unreadable parameter names', () => {

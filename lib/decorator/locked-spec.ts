@@ -1,6 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { LockKeyError } from '../errors/lock-key.error';
 import { keyMessages } from '../errors/key-messages';
+import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import {
   parseKeyTemplate,
   readPath,
@@ -10,7 +11,7 @@ import {
 } from '../keys/key-template';
 import { readParamBindings, type ParamBinding } from '../keys/param-names';
 import { keyFromResolverArguments, keyFromRouteArguments } from './route-key-plan';
-import type { OptionNames } from '../options/known-options';
+import { closestName, type OptionNames } from '../options/known-options';
 import type { LockedOptions } from '../options/lock-call-options';
 import type { LockTarget } from '../locking/lock-source';
 import { multiKeyTemplates } from './multi-key-templates';
@@ -113,13 +114,18 @@ export function assertProviderPlaceholders(spec: LockedSpec): void {
     if (/^\d+$/.test(root)) continue;
     if (!spec.params || looksWrapped(spec.params)) {
       if (spec.params?.has(root)) continue;
-      throw new LockKeyError(keyMessages.paramNamesUnreadable(spec.where));
+      throw new RedisLockConfigError(keyMessages.paramNamesUnreadable(spec.where));
     }
     if (!spec.params.has(root)) {
-      throw new LockKeyError(
-        keyMessages.unknownPlaceholder(spec.template.source, placeholder.text, spec.where, [
-          ...spec.params.keys(),
-        ]),
+      const known = [...spec.params.keys()];
+      throw new RedisLockConfigError(
+        keyMessages.unknownPlaceholder(
+          spec.template.source,
+          placeholder.text,
+          spec.where,
+          known,
+          closestName(root, known),
+        ),
       );
     }
   }

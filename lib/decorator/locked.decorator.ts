@@ -1,4 +1,4 @@
-import { UseInterceptors } from '@nestjs/common';
+import { Logger, UseInterceptors } from '@nestjs/common';
 import { isObservable, Observable } from 'rxjs';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
@@ -39,11 +39,21 @@ export type { LockedOptions, LockKeyFactory };
  */
 export type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown>;
 
-/** What `@Locked(...)` returns: a method decorator for {@link LockableMethod}s only. */
-export type LockedMethodDecorator = <T extends LockableMethod>(
+/**
+ * What the compiler names when `@Locked` decorates a method that is not a {@link LockableMethod}:
+ * the sentence is the type, so it is the first thing the error says after TS1241.
+ */
+export type LockedNeedsAsyncMethod =
+  '@Locked needs a method that returns a Promise or an Observable: make the method async';
+
+/**
+ * What `@Locked(...)` returns: a method decorator for {@link LockableMethod}s only (any other
+ * method's descriptor must be a {@link LockedNeedsAsyncMethod}, which none is).
+ */
+export type LockedMethodDecorator = <T>(
   target: object,
   propertyKey: string | symbol,
-  descriptor: TypedPropertyDescriptor<T>,
+  descriptor: T extends LockableMethod ? TypedPropertyDescriptor<T> : LockedNeedsAsyncMethod,
 ) => void;
 
 /**
@@ -67,7 +77,10 @@ export type LockedMethodDecorator = <T extends LockableMethod>(
  * - A missing, null, empty or object value fails with `LockKeyError` (HTTP 400) — never a lock on
  *   `order:undefined`.
  * - Only methods that return a Promise or an Observable compile: a locked call waits for its lock,
- *   so a synchronous method (a route handler too) must be made `async`.
+ *   so a synchronous method (a route handler too) must be made `async`. A build without the type
+ *   check (SWC, tsx) is refused at decoration when the recorded return type is a primitive or an
+ *   array, else at the method's first call (`RedisLockConfigError`, its lock released), and every
+ *   call after it throws at once.
  * - Provider methods always return a Promise (they wait for the lock); methods declared to return
  *   `Observable` (a value import) hold the lock from subscribe until complete, error or
  *   unsubscribe. A method whose Observable return type the compiler did not record (an
@@ -97,7 +110,8 @@ export function Locked(
 ): LockedMethodDecorator {
   validateLockedOptions(options);
   if (Array.isArray(key)) assertExclusiveOnly(options); // several keys: exclusive locks only
-  return (target, propertyKey, descriptor) => {
+  return (target, propertyKey, given) => {
+    const descriptor = given as TypedPropertyDescriptor<unknown> | undefined;
     const where = `${describeTarget(target)}.${String(propertyKey)}`;
     assertKnownOptions(`@Locked() on ${where}`, options, LOCKED_OPTION_NAMES);
     if (typeof descriptor?.value !== 'function') {
@@ -106,8 +120,14 @@ export function Locked(
     // A static method runs on the class, which no module's injector ever sees.
     if (typeof target === 'function') throw new RedisLockConfigError(messages.staticMethod(where));
     const original = descriptor.value as unknown as (...args: unknown[]) => unknown;
-    const returnsObservable =
-      Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
+    const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
+    // A build that skipped the type check (SWC) may still record a synchronous return type.
+    if (SYNC_RETURN_TYPES.has(returnType)) {
+      throw new RedisLockConfigError(
+        messages.declaredSync(where, (returnType as { name: string }).name),
+      );
+    }
+    const returnsObservable = returnType === Observable;
     const site = { owner: target.constructor, method: propertyKey, where };
     const spec = createLockedSpec(key, options, original, site, returnsObservable);
     const binding = readResponseBinding(target, propertyKey);
@@ -122,10 +142,49 @@ export function Locked(
     Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
     defineResponseBinding(wrapper, binding);
     // Mutate the descriptor (never return a new one), so decorators above see the wrapper.
-    (descriptor as TypedPropertyDescriptor<unknown>).value = wrapper;
+    descriptor.value = wrapper;
     UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor as PropertyDescriptor);
     injectLockSource(target);
   };
+}
+
+/** Return types a compiler records that no Promise or Observable has. */
+const SYNC_RETURN_TYPES = new Set<unknown>([Number, String, Boolean, Symbol, BigInt, Array]);
+
+/** Methods whose first locked call returned synchronously: later calls throw at once. */
+const synchronous = new WeakSet<LockedSpec>();
+const logger = new Logger('RedisLock');
+
+/**
+ * Calls the body of a provider method under its lock and refuses a synchronous result: a build
+ * without the type check (or without `design:returntype`) lets a synchronous method through, and
+ * its callers would get a Promise they do not expect. Thrown inside the work, so the lock is
+ * released as for any error of the body.
+ */
+function asyncResult(spec: LockedSpec, result: unknown, onSync: () => void): unknown {
+  if (isObservable(result) || isThenable(result)) return result;
+  synchronous.add(spec);
+  onSync();
+  const error = new RedisLockConfigError(messages.syncMethod(spec.where, describeValue(result)));
+  logger.error(error.message);
+  throw error;
+}
+
+function isThenable(value: unknown): boolean {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** The kind of a value, never the value: it may hold request data. */
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'undefined';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  const type = typeof value;
+  return type === 'object' ? 'an object' : `a ${type}`;
 }
 
 function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpec) {
@@ -156,14 +215,23 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
         () => original.apply(this, args) as Observable<unknown>,
       );
     }
-    return (async () => {
+    if (synchronous.has(spec)) {
+      throw new RedisLockConfigError(messages.syncMethod(spec.where, 'a value'));
+    }
+    // A synchronous caller ignores the Promise of a synchronous method: the error log is its
+    // report then, and no unhandled rejection follows. A caller that awaits still gets the error.
+    const handled = () => void called.catch(() => undefined);
+    const called: Promise<unknown> = (async () => {
       if (!locks) throw new RedisLockError(messages.notBound(spec.where));
       const key = keyFromArguments(spec, args);
-      const value = await runLocked(locks, key, spec.options, () => original.apply(this, args));
+      const value = await runLocked(locks, key, spec.options, () =>
+        asyncResult(spec, original.apply(this, args), handled),
+      );
       // A stream the return type did not reveal (`import type { Observable }`, an inferred type):
       // the body ran under the lock; the stream's work, which starts on subscribe, holds it again.
       return isObservable(value) ? observeLocked(locks, key, spec.options, () => value) : value;
     })();
+    return called;
   };
   return wrapper;
 }

@@ -225,20 +225,25 @@ export class LockedInterceptor implements NestInterceptor {
     const type = context.getType();
     const handler = context.getHandler();
     const where = getLockedSpec(handler)?.where ?? handlerName(context);
+    const { busyLogLevel } = this.locks!.options;
     if (type === 'http') {
       const response = context.switchToHttp().getResponse<unknown>();
-      return answerHttpLockFailure(error, where, response, (failure) =>
-        this.toHttpException(failure, context),
+      return answerHttpLockFailure(
+        error,
+        where,
+        response,
+        (failure) => this.toHttpException(failure, context),
+        busyLogLevel,
       );
     }
     if (context.getType<string>() === 'graphql') {
-      logLockFailure(error, where, 'with a GraphQL error');
+      logLockFailure(error, where, 'with a GraphQL error', busyLogLevel);
       return toLockGraphQLError(error, this.locks!.options.errorDetails);
     }
     if (type !== 'rpc' && type !== 'ws') return error;
     // An event's caller hears nothing back: this line is the failure's whole trace.
     if (type === 'rpc' && isEventHandler(handler)) logEventFailure(error, handler, where, key);
-    else logLockFailure(error, where, 'with LockTransportError data');
+    else logLockFailure(error, where, 'with LockTransportError data', busyLogLevel);
     // Microservices and gateways: the transport's exception carries the failure as data.
     return toTransportException(error, type, this.locks!.options.errorDetails);
   }

@@ -1,4 +1,5 @@
 import type { Placeholder } from '../keys/key-template';
+import { closestName } from '../options/known-options';
 import type { ParamBinding } from '../keys/param-names';
 import type { HandlerParameter } from './route-parameters';
 
@@ -37,6 +38,13 @@ export function suggestions(
 ): string[] {
   const dotted = path.join('.');
   const out: string[] = [];
+  // A bare name a parameter answers to, one typo away (`<usrId>` for `@Param('userId') userId`).
+  const names = parameters.flatMap((parameter) => [parameter.name, parameter.field]);
+  const near = closestName(
+    path[0],
+    [...new Set(names)].filter((name) => name !== undefined),
+  );
+  if (near) out.push(`<${[near, ...path.slice(1)].join('.')}>`);
   if (!routeParams || routeParams.has(path[0])) out.push(`<params.${dotted}>`);
   out.push(`<body.${dotted}>`, `<query.${dotted}>`, `<user.${dotted}>`);
   for (const parameter of parameters) {

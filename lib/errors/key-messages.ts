@@ -4,12 +4,19 @@
  * definition) and says what to write instead.
  */
 export const keyMessages = {
-  unknownPlaceholder: (template: string, placeholder: string, where: string, known: string[]) =>
+  unknownPlaceholder: (
+    template: string,
+    placeholder: string,
+    where: string,
+    known: string[],
+    meant?: string,
+  ) =>
     `Lock key template "${template}" on ${where}: placeholder <${placeholder}> names no parameter` +
     (known.length
       ? ` (parameters: ${known.join(', ')})`
       : ' (the method has no named parameters)') +
-    '. Fix the placeholder, or use an argument index like <0.id>.',
+    (meant ? `; did you mean <${meant}>?` : '.') +
+    ' Fix the placeholder, or use an argument index like <0.id>.',
   ambiguousPlaceholder: (template: string, placeholder: string, where: string, matches: string[]) =>
     `Lock key template "${template}" on ${where}: <${placeholder}> matches ${matches.length} ` +
     `parameters: ${matches.join(', ')}. A key part must come from one place: rename a parameter, ` +

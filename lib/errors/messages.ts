@@ -32,6 +32,14 @@ export const messages = {
     `Lock option \`${name}\` is ${describe(value)}; expected a whole number of ms of at least ` +
     `${shortest} (and at most ${max}). A lock counts as held until its lease ends less a margin for ` +
     'clock drift; a shorter lease would be lost as it is granted, before its work began.',
+  cliUnknownOption: (option: string, meant: string | undefined) =>
+    `nestjs-redis-lock: unknown option ${option}` +
+    (meant ? `; did you mean ${meant}?` : '.') +
+    ' Run "nestjs-redis-lock --help" for usage.',
+  cliOptionNeedsValue: (option: string) =>
+    `nestjs-redis-lock: option ${option} needs a value. Run "nestjs-redis-lock --help" for usage.`,
+  cliBadArguments: (problem: string) =>
+    `nestjs-redis-lock: ${problem.replace(/\.?$/, '.')} Run "nestjs-redis-lock --help" for usage.`,
   unknownOption: (where: string, name: string, closest: string | undefined, valid: string[]) =>
     `${where}: \`${name}\` is not an option` +
     (closest ? `; did you mean \`${closest}\`?` : '.') +
@@ -63,6 +71,17 @@ export const messages = {
   startupNoAnswer: (target: string, ms: number) =>
     `Redis ${target} did not answer the startup check within ${ms} ms (\`commandTimeout\`). ` +
     'Check that Redis runs there and that the `redis` option (REDIS_URL) points at it.',
+  startupRetry: (attempt: number, attempts: number, problem: string, delay: number) =>
+    `Startup check: attempt ${attempt} of ${attempts} failed: ${problem} Trying again in ` +
+    `${delay} ms (\`startupRetries\`).`,
+  startupGaveUp: (attempts: number, seconds: number, problem: string) =>
+    `Startup check: Redis could not lock after ${attempts} attempts over ` +
+    `${seconds.toFixed(1)} s: ${problem} Make sure Redis runs at that address and answers, ` +
+    "raise `startupRetries`, or set `startupCheck: 'warn'` to start without it (lock calls then " +
+    'fail until it answers).',
+  startupNotVotingYet: (problem: string) =>
+    `Startup check: ${problem} Starting anyway: the nodes answer, and vote once restartGrace ` +
+    'has passed; until then lock calls may be refused.',
   startupFailed: (problem: string) =>
     `Startup check: ${problem} Lock calls fail until this is fixed; set ` +
     "`startupCheck: 'fail'` to stop the application from starting instead.",
@@ -146,6 +165,15 @@ export const messages = {
     `@Locked() on ${where} ran, but no LockService is bound to this instance. Import ` +
     'RedisLockModule.forRoot() in the module that provides it (or make it global), and let Nest ' +
     'create the instance (a provider or controller, not `new`).',
+  syncMethod: (where: string, returned: string) =>
+    `@Locked() on ${where} returned ${returned} synchronously: a locked call waits for its lock, ` +
+    'so the method must return a Promise or an Observable (make it async). Its body ran once ' +
+    'under the lock, which is released; every later call throws this at once, before locking. ' +
+    'A type-checked build (tsc) reports it at compile time; transpile-only builds (SWC, tsx, ' +
+    'vitest) do not.',
+  declaredSync: (where: string, type: string) =>
+    `@Locked() needs a method that returns a Promise or an Observable, and ${where} is declared ` +
+    `to return ${type}: make it async (a locked call waits for its lock).`,
   notAMethod: (where: string) => `@Locked() can only decorate methods; ${where} is not a method.`,
   staticMethod: (where: string) =>
     `@Locked() cannot decorate the static method ${where}: a static method belongs to no ` +

@@ -54,6 +54,16 @@ describe('judgeLockHealth', () => {
     expect(quorum.reasons).toEqual(['Redis is unreachable (1 of 3 answered, 2 needed): no answer']);
   });
 
+  it('is up with recent failures in a row once nothing is held and Redis answers', () => {
+    const failedAt = [NOW - 2_000, NOW - 500];
+    const idle = judge({ failedAt, failedInRow: 2, lastFailure: 'timeout' }, reachable, 0);
+    expect(idle.reasons).toBeUndefined();
+    expect(idle.renewals).toMatchObject({ recentFailures: 2, failingInRow: 2 });
+    expect(judge({ failedAt, failedInRow: 2, lastFailure: 'timeout' }).reasons).toEqual([
+      'The last 2 renewal batch(es) failed: timeout',
+    ]);
+  });
+
   it('counts only the failures within the window, and goes down while they are in a row', () => {
     const failedAt = [NOW - 70_000, NOW - 30_000, NOW - 500];
     const failing = judge({ failedAt, failedInRow: 2, lastFailure: 'timeout' });

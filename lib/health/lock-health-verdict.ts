@@ -47,7 +47,8 @@ export interface EngineHealth {
 /**
  * Judges one check: the details to report, and the reasons it is down (none when up). Down when
  * the locks cannot be kept: Redis out of reach, the loop not running or lagging past `maxLag`, or
- * `maxFailedRenewals` batches failed in a row recently.
+ * `maxFailedRenewals` batches failed in a row recently while locks are held (with none held,
+ * failures no longer put anything at risk).
  */
 export function judgeLockHealth(
   ping: PingOutcome,
@@ -96,7 +97,10 @@ export function judgeLockHealth(
   if (lagMs > limits.maxLag) {
     reasons.push(`The renewal loop runs ${lagMs} ms late (maxLag ${limits.maxLag} ms).`);
   }
-  if (renewals.failedInRow >= limits.maxFailedRenewals && recent(lastFailedAt)) {
+  // Failed renewals put held locks at risk: with none held (the locks were lost or released),
+  // they are history, and the check is up as soon as Redis answers again.
+  const atRisk = engine.held > 0;
+  if (atRisk && renewals.failedInRow >= limits.maxFailedRenewals && recent(lastFailedAt)) {
     reasons.push(
       `The last ${renewals.failedInRow} renewal batch(es) failed: ${renewals.lastFailure ?? ''}`,
     );

@@ -11,12 +11,14 @@ import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 export interface LockSource {
   /**
    * The module defaults a call falls back on (`wait`, `onBusy`, `onLost`, `reentrant`,
-   * `minHold`), and how much a failure's answer may tell (`errorDetails`).
+   * `minHold`), how much a failure's answer may tell (`errorDetails`) and at which level a busy
+   * one is logged (`busyLogLevel`, `'verbose'` when a test double leaves it out).
    */
   readonly options: Pick<
     ResolvedRedisLockOptions,
     'wait' | 'onBusy' | 'onLost' | 'reentrant' | 'minHold' | 'errorDetails'
-  >;
+  > &
+    Partial<Pick<ResolvedRedisLockOptions, 'busyLogLevel'>>;
   /**
    * The engine behind the locks: re-entrancy tells its holds apart from another source's by it,
    * keys a held lock by its Redis key, and times locked sections (`lifecycle`). Left out of the

@@ -5,13 +5,15 @@ import { LockedExplorer } from '../decorator/locked.explorer';
 import { LockedInterceptor } from '../decorator/locked.interceptor';
 import { LockService } from '../service/lock.service';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
+import { LockErrorAnswers } from './lock-error-answers';
 import { ConfigurableModuleClass, REDIS_LOCK_OPTIONS } from './redis-lock.module-definition';
 import { RedisLockStartupCheck } from './startup-check';
 
 /**
  * Provides `LockService`, also to the `@Locked` methods of every provider and controller of the
  * modules that see it (Nest injects it into each instance, in any scope), checks `@Locked` keys at
- * bootstrap, and provides the interceptor `@Locked` routes use. Global by default
+ * bootstrap, provides the interceptor `@Locked` routes use, and answers lock failures that reach
+ * Nest's default exception handling as `@Locked` routes do (`answerLockErrors`). Global by default
  * (`isGlobal: false` to scope it: then each module's `@Locked` uses the one that module imports).
  *
  * @example
@@ -39,6 +41,7 @@ import { RedisLockStartupCheck } from './startup-check';
     LockedExplorer,
     LockedInterceptor,
     RedisLockStartupCheck,
+    LockErrorAnswers,
   ],
   exports: [LockService, LOCK_SOURCE, LockedInterceptor],
 })

@@ -16,7 +16,8 @@ const PROBE_KEY = 'nestjs-redis-lock:startup-check';
 /**
  * Checks Redis once at startup, before the application's own `onModuleInit` work (the module is
  * global, and Nest runs global modules' hooks first): a loud line when it works, the real cause
- * when it does not, and with `startupCheck: 'fail'` no application on a Redis that cannot lock.
+ * when it does not, and with `startupCheck: 'fail'` (the default) no application on a Redis that
+ * cannot lock — after `startupRetries` more tries while Redis is out of reach.
  */
 @Injectable()
 export class RedisLockStartupCheck implements OnModuleInit {
@@ -27,9 +28,21 @@ export class RedisLockStartupCheck implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     // A test double in place of the LockService (`overrideProvider`) has no Redis to check.
     if (!isInternalLockSource(this.locks)) return;
-    const mode = this.locks.options.startupCheck;
+    const { startupCheck: mode, startupRetries } = this.locks.options;
     if (mode === 'off') return;
-    const { line, warnings, problem } = await checkRedis(this.locks.engine);
+    const started = performance.now();
+    const attempts = mode === 'fail' ? startupRetries + 1 : 1;
+    let attempt = 1;
+    let result = await checkRedis(this.locks.engine);
+    // Only an outage can end by itself (a Redis starting beside the app); a refusal cannot.
+    while (result.problem && attempt < attempts && isOutage(result.problem)) {
+      const delay = Math.min(500 * 2 ** (attempt - 1), 5_000);
+      this.logger.warn(messages.startupRetry(attempt, attempts, result.problem.message, delay));
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      attempt++;
+      result = await checkRedis(this.locks.engine);
+    }
+    const { line, warnings, problem } = result;
     if (line) this.logger.log(line);
     for (const warning of warnings) this.logger.warn(warning);
     if (!problem) return;
@@ -37,10 +50,21 @@ export class RedisLockStartupCheck implements OnModuleInit {
       // Nest runs no shutdown hooks after a failed bootstrap: close what we opened ourselves,
       // or ioredis' reconnect timer keeps the process alive.
       await this.locks.close();
-      throw problem;
+      if (attempt === 1) throw problem;
+      const took = (performance.now() - started) / 1_000;
+      throw new RedisUnavailableError(messages.startupGaveUp(attempt, took, problem.message), {
+        cause: problem,
+      });
     }
     this.logger.warn(messages.startupFailed(problem.message));
   }
+}
+
+/** Redis out of reach (refused, reset, no answer): not a refusal by Redis itself. */
+function isOutage(problem: RedisLockError): boolean {
+  return (
+    problem instanceof RedisUnavailableError && !/WRONGPASS|NOAUTH|NOPERM/.test(problem.message)
+  );
 }
 
 interface CheckResult {
@@ -72,7 +96,11 @@ export async function checkRedis(engine: LockEngine): Promise<CheckResult> {
   for (const error of nodeErrors) warnings.push(messages.startupNodeDown(error.message));
 
   const probe = await probeLockCommands(engine, Math.ceil(Math.max(1, timeout - elapsed(started))));
-  if (probe) {
+  // Redlock nodes that just started answer and run the scripts, but do not vote for restartGrace:
+  // worth a warning, not a failed boot (a new fleet would fail every boot for that long).
+  if (probe && /restarted within restartGrace/.test(probe.message)) {
+    warnings.push(messages.startupNotVotingYet(probe.message));
+  } else if (probe) {
     const problem =
       probe instanceof RedisCommandError
         ? new RedisCommandError(

@@ -16,7 +16,7 @@ describe('closestName', () => {
     expect(closestName(name, names)).toBe(expected);
   });
 
-  it.each(['colour', 'host', 'x'])('suggests nothing for %s', (name) => {
+  it.each(['colour', 'host', 'x', 'url'])('suggests nothing for %s', (name) => {
     expect(closestName(name, names)).toBeUndefined();
   });
 });

@@ -20,7 +20,8 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   maxKeyLength: 512,
   commandTimeout: 2_000,
   shutdownGrace: 10_000,
-  startupCheck: 'warn',
+  startupCheck: 'fail',
+  startupRetries: 3,
   onBusy: 'throw',
   onLost: 'throw',
   reentrant: true,
@@ -29,6 +30,8 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   writerPriority: true,
   fenceRetention: 60_000,
   errorDetails: 'safe',
+  answerLockErrors: true,
+  busyLogLevel: 'verbose',
   telemetry: { keys: 'none' },
   instanceId: `${hostname()}:${process.pid}`,
 };
@@ -52,14 +55,35 @@ export const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   maxHold: true,
   minHold: true,
   startupCheck: true,
+  startupRetries: true,
   onBusy: true,
   onLost: true,
   reentrant: true,
   busyStatus: true,
   exceptionFactory: true,
   errorDetails: true,
+  answerLockErrors: true,
+  busyLogLevel: true,
   telemetry: true,
   instanceId: true,
+};
+/**
+ * Names from other Redis libraries' options that mean the connection: `url: 'redis://…'`,
+ * `host`/`port` as ioredis takes them, are all given to `redis` here.
+ */
+export const OPTION_ALIASES: Readonly<Record<string, string>> = {
+  url: 'redis',
+  uri: 'redis',
+  redisUrl: 'redis',
+  connection: 'redis',
+  client: 'redis',
+  host: 'redis',
+  port: 'redis',
+  password: 'redis',
+  username: 'redis',
+  db: 'redis',
+  sentinels: 'redis',
+  nodes: 'cluster',
 };
 export const CLUSTER_OPTION_NAMES: OptionNames<ClusterConnectionOptions> = {
   nodes: true,

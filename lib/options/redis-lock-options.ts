@@ -177,13 +177,23 @@ export interface RedisLockModuleOptions {
    * At startup (`onModuleInit`, bounded by `commandTimeout`) the module checks Redis: it logs one
    * line with where it connects (never a password) and that Redis answered and ran a lock
    * command, and warns when `maxmemory-policy` may evict lock keys. When Redis does not answer or
-   * refuses (connection refused, wrong password, an ACL without the lock's commands): `'warn'`
-   * logs the cause and the app starts (lock calls then fail with it at once); `'fail'` stops the
-   * bootstrap with that error; `'off'` skips the check (no line, no Redis call at startup).
-   * `new LockService()` outside Nest runs no check.
-   * @default 'warn'
+   * refuses (connection refused, wrong password, an ACL without the lock's commands): `'fail'`
+   * stops the bootstrap with that error, after `startupRetries` while Redis is out of reach, as
+   * production apps expect of their data stores; `'warn'` logs the cause and the app starts (lock
+   * calls then fail with it at once); `'off'` skips the check (no line, no Redis call at
+   * startup). `new LockService()` outside Nest runs no check.
+   * @default 'fail'
    */
   startupCheck?: StartupCheckMode;
+  /**
+   * With `startupCheck: 'fail'`: how many times the check is tried again while Redis is out of
+   * reach (connection refused or reset, no answer within `commandTimeout`), 0.5 s, 1 s, 2 s, … (at
+   * most 5 s) apart, before the bootstrap fails — so an app whose Redis starts a moment later (a
+   * compose stack, a pod beside its Redis) still starts. A refusal that a retry cannot fix (a wrong
+   * password, an ACL without the lock's commands) fails at once.
+   * @default 3
+   */
+  startupRetries?: number;
   /**
    * Default of `@Locked({ onBusy })`: `'throw'` a `LockNotAcquiredError` (HTTP 409), or `'skip'`
    * the call and return `undefined` (for jobs that must run on one instance only).
@@ -237,6 +247,24 @@ export interface RedisLockModuleOptions {
    */
   errorDetails?: LockErrorDetails;
   /**
+   * Lock failures thrown outside a `@Locked` handler — by a `@Locked` provider method or a
+   * `withLock` a handler calls — that reach Nest's default exception handling answer as `@Locked`
+   * handlers do (`LockExceptionFilter`): on HTTP `busyStatus` (409) with `Retry-After`, 400, 500 or
+   * 503; `LockTransportError` data to microservice and WebSocket callers; a `LockGraphQLError` to
+   * GraphQL clients. Every filter of your own still goes first: on the method or the class, through
+   * `app.useGlobalFilters()` or an `APP_FILTER` provider. `false` leaves them to Nest (a 500).
+   * @default true
+   */
+  answerLockErrors?: boolean;
+  /**
+   * The level of the line logged for a busy lock's answer (a 409, a `LOCK_BUSY`, busy data), or
+   * `false` for none. A busy lock is routine traffic: `'verbose'`, the lowest level, is dropped by
+   * an app whose logger leaves verbose out (`logger: ['log', 'warn', 'error']`); Nest's default
+   * logger prints every level. Busy events (`@EventPattern`, which drop the event) stay warnings.
+   * @default 'verbose'
+   */
+  busyLogLevel?: BusyLogLevel;
+  /**
    * OpenTelemetry metrics and spans, through `@opentelemetry/api` when it is installed and an SDK
    * is registered (otherwise nothing is recorded). Lock keys stay out of spans unless `keys`
    * says otherwise. docs/observability.md lists the metrics and spans.
@@ -244,6 +272,9 @@ export interface RedisLockModuleOptions {
    */
   telemetry?: TelemetryOptions;
 }
+
+/** The level of a busy lock's log line, or `false` for none: see `busyLogLevel`. */
+export type BusyLogLevel = 'verbose' | 'debug' | 'log' | 'warn' | false;
 
 /** How much a lock failure's answer tells the caller: see `errorDetails`. */
 export type LockErrorDetails = 'safe' | 'detailed';

@@ -14,6 +14,7 @@ import { assertKnownOptions } from './known-options';
 import {
   CLUSTER_OPTION_NAMES,
   DEFAULT_OPTIONS,
+  OPTION_ALIASES,
   OPTION_NAMES,
   REDLOCK_OPTION_NAMES,
   REPLICA_ACK_OPTION_NAMES,
@@ -27,7 +28,7 @@ import type { RedisLockModuleOptions, ResolvedRedisLockOptions } from './redis-l
  */
 export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRedisLockOptions {
   if (typeof options === 'object' && options !== null) {
-    assertKnownOptions('RedisLockModule', options, OPTION_NAMES);
+    assertKnownOptions('RedisLockModule', options, OPTION_NAMES, OPTION_ALIASES);
   }
   const defined = Object.fromEntries(
     Object.entries(options).filter(([, value]) => value !== undefined),
@@ -63,6 +64,15 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertNonNegative('fenceRetention', resolved.fenceRetention);
   assertNonNegative('shutdownGrace', resolved.shutdownGrace);
   assertOneOf('startupCheck', resolved.startupCheck, ['warn', 'fail', 'off']);
+  if (
+    !Number.isInteger(resolved.startupRetries) ||
+    resolved.startupRetries < 0 ||
+    resolved.startupRetries > 100
+  ) {
+    throw new RedisLockConfigError(
+      messages.badOption('startupRetries', resolved.startupRetries, 'a whole number from 0 to 100'),
+    );
+  }
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   assertInstanceId(resolved.instanceId);
@@ -94,6 +104,14 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
     );
   }
   assertOneOf('errorDetails', resolved.errorDetails, ['safe', 'detailed']);
+  if (resolved.busyLogLevel !== false) {
+    assertOneOf('busyLogLevel', resolved.busyLogLevel, ['verbose', 'debug', 'log', 'warn']);
+  }
+  if (typeof resolved.answerLockErrors !== 'boolean') {
+    throw new RedisLockConfigError(
+      messages.badOption('answerLockErrors', resolved.answerLockErrors, 'a boolean'),
+    );
+  }
   if (resolved.exceptionFactory !== undefined && typeof resolved.exceptionFactory !== 'function') {
     throw new RedisLockConfigError(
       messages.badOption('exceptionFactory', resolved.exceptionFactory, 'a function'),

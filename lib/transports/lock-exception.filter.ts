@@ -65,7 +65,7 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
     if (type === 'graphql') {
       // Nest answers a resolver with what its filter returns; GraphQL-js answers a returned error
       // as if it had been thrown, as a GraphQL error with its extensions.
-      logLockFailure(error, handlerName(host), 'with a GraphQL error');
+      logLockFailure(error, handlerName(host), 'with a GraphQL error', options.busyLogLevel);
       return toLockGraphQLError(error, options.errorDetails);
     }
     // Microservices send a filter's Observable error to the caller; an Error object would not
@@ -81,7 +81,12 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
     if (type === 'ws') {
       // As Nest's BaseWsExceptionFilter answers a WsException.
       const client = host.switchToWs().getClient<{ emit(event: string, data: unknown): unknown }>();
-      logLockFailure(error, handlerName(host), 'with LockTransportError data');
+      logLockFailure(
+        error,
+        handlerName(host),
+        'with LockTransportError data',
+        options.busyLogLevel,
+      );
       client.emit('exception', toLockTransportError(error, options.errorDetails));
       return;
     }
@@ -101,7 +106,7 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
       mapped instanceof HttpException
         ? mapped
         : new ServiceUnavailable(safeMessage(error, options));
-    logLockFailure(error, handlerName(host), httpAnswer(exception));
+    logLockFailure(error, handlerName(host), httpAnswer(exception), options.busyLogLevel);
     adapter.reply(response, exception.getResponse(), exception.getStatus());
   }
 }

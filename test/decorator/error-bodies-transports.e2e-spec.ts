@@ -62,7 +62,7 @@ describe('a busy lock, by default', () => {
       error: { status: 'error', error: 'LockNotAcquiredError', message: BUSY },
     });
     expect(lines.filter((line) => line.includes(`order:${EMAIL}`))).toEqual([
-      expect.stringMatching(/^debug: RpcHandlers\.create answered .*larger `wait`/),
+      expect.stringMatching(/^verbose: RpcHandlers\.create answered .*larger `wait`/),
     ]);
   });
 
@@ -73,7 +73,7 @@ describe('a busy lock, by default', () => {
       exception: { status: 'error', error: 'LockNotAcquiredError', message: BUSY },
     });
     expect(lines.filter((line) => line.includes(`order:${EMAIL}`))).toEqual([
-      expect.stringMatching(/^debug: OrdersGateway\.create answered/),
+      expect.stringMatching(/^verbose: OrdersGateway\.create answered/),
     ]);
   });
 
@@ -83,7 +83,7 @@ describe('a busy lock, by default', () => {
     expect(answer.status).toBe(200);
     expect(sseError(answer.body)).toBe(BUSY);
     expect(lines.filter((line) => line.includes(`sse:${EMAIL}`))).toEqual([
-      expect.stringMatching(/^debug: HttpRoutes\.events answered with an error event/),
+      expect.stringMatching(/^verbose: HttpRoutes\.events answered with an error event/),
     ]);
   });
 });
@@ -102,6 +102,7 @@ describe('a Redis that refuses the password, by default', () => {
       redis: `redis://:wrong-password@127.0.0.1:${server.port}`,
       prefix,
       commandTimeout: 1_000,
+      startupCheck: 'warn', // the app starts on the refused password, to answer requests
     });
   });
 

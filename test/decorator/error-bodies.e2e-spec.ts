@@ -186,7 +186,7 @@ describe.each(PLATFORMS)('lock failures on HTTP routes, by default (%s)', (platf
 
   const linesWith = (text: string) => logs.lines.filter((line) => line.text.includes(text));
 
-  it('busy: 409 with Retry-After, the generic body, and the key and advice in one debug line', async () => {
+  it('busy: 409 with Retry-After, the generic body, and the key and advice in one verbose line', async () => {
     const holder = await locks.acquire(`signup:${EMAIL}`);
     try {
       const response = await request(app.getHttpServer()).post(`/accounts/signup/${EMAIL}`);
@@ -197,7 +197,7 @@ describe.each(PLATFORMS)('lock failures on HTTP routes, by default (%s)', (platf
       const lines = linesWith(`signup:${EMAIL}`);
       expect(lines).toEqual([
         {
-          level: 'debug',
+          level: 'verbose',
           text: expect.stringMatching(/AccountsController\.signUp answered 409.*larger `wait`/),
         },
       ]);
@@ -259,7 +259,7 @@ describe.each(PLATFORMS)('lock failures on HTTP routes, by default (%s)', (platf
       expectNothingSpecific(response, 'alice', 'account:');
       expect(linesWith(`account:${EMAIL}`)).toEqual([
         {
-          level: 'debug',
+          level: 'verbose',
           text: expect.stringContaining('POST /accounts/service/:email answered 409'),
         },
       ]);
@@ -305,6 +305,7 @@ describe.each(PLATFORMS)(
       const app = await startApp(prefix, fastify, {
         redis: `redis://:wrong-password@127.0.0.1:${server.port}`,
         commandTimeout: 1_000,
+        startupCheck: 'warn', // the app starts on the refused password, to answer requests
       });
       apps.push(app);
 
@@ -322,6 +323,7 @@ describe.each(PLATFORMS)(
       const app = await startApp(prefix, fastify, {
         redis: `redis://127.0.0.1:${await freePort()}`,
         commandTimeout: 300,
+        startupCheck: 'warn', // the app starts without Redis, to answer while it is out of reach
       });
       apps.push(app);
       const response = await request(app.getHttpServer()).post(`/accounts/signup/${EMAIL}`);

@@ -143,7 +143,7 @@ describe('safe answers (the default)', () => {
     );
   });
 
-  it('busy: LOCK_BUSY with retryAfterMs; the key and the lease only in a debug line', async () => {
+  it('busy: LOCK_BUSY with retryAfterMs; the key and the lease only in a verbose line', async () => {
     const held = await operator.acquire('order:alice');
     try {
       const answer = await gql(app, 'mutation { placeOrder(userId: "alice") }');
@@ -154,9 +154,9 @@ describe('safe answers (the default)', () => {
         }),
       ]);
       expectNothingSpecific(answer, 'alice', 'order:', 'frees in');
-      // Logged once, at debug (routine contention): not by Nest's ExceptionsHandler as well.
+      // Logged once, at verbose (routine contention): not by Nest's ExceptionsHandler as well.
       expect(lines.filter((line) => line.includes('order:alice'))).toEqual([
-        expect.stringMatching(/^debug: JobResolver\.placeOrder answered with a GraphQL error/),
+        expect.stringMatching(/^verbose: JobResolver\.placeOrder answered with a GraphQL error/),
       ]);
     } finally {
       await held.release();
@@ -176,7 +176,7 @@ describe('safe answers (the default)', () => {
       ]);
       expectNothingSpecific(answer, 'alice', 'wallet:');
       expect(lines.filter((line) => line.includes('wallet:alice'))).toEqual([
-        expect.stringMatching(/^debug: GraphQL Mutation\.pay answered with a GraphQL error/),
+        expect.stringMatching(/^verbose: GraphQL Mutation\.pay answered with a GraphQL error/),
       ]);
     } finally {
       await held.release();
@@ -193,6 +193,7 @@ describe('Redis out of reach', () => {
         redis: `redis://127.0.0.1:${await freePort()}`,
         prefix: uniquePrefix('graphql-unavailable'),
         commandTimeout: 300,
+        startupCheck: 'warn', // the app starts without Redis, to answer while it is out of reach
       },
       resolvers: [JobResolver],
       providers: [Wallets],

@@ -8,9 +8,9 @@ import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import request from 'supertest';
 import {
-  LockKeyError,
   LockService,
   Locked,
+  RedisLockConfigError,
   RedisLockError,
   RedisLockModule,
 } from 'nestjs-redis-lock';
@@ -95,12 +95,13 @@ describe('misuse of @Locked is a clear error', () => {
   });
 
   describe('at bootstrap (app.init() rejects)', () => {
-    it('an unknown placeholder on a provider method: LockKeyError naming it and the parameters', async () => {
+    it('an unknown placeholder on a provider method: RedisLockConfigError naming it, the parameters and the nearest', async () => {
       const error = await bootstrap({ providers: [TypoService] });
-      expect(error).toBeInstanceOf(LockKeyError);
+      expect(error).toBeInstanceOf(RedisLockConfigError);
       expect((error as Error).message).toContain('<userID> names no parameter');
       expect((error as Error).message).toContain('TypoService.createOrder');
       expect((error as Error).message).toContain('parameters: userId');
+      expect((error as Error).message).toContain('did you mean <userId>?');
     });
 
     it('a placeholder on a method whose parameter names a wrapping decorator below hid', async () => {
@@ -114,7 +115,7 @@ describe('misuse of @Locked is a clear error', () => {
         }
       }
       const error = await bootstrap({ providers: [WrappedService] });
-      expect(error).toBeInstanceOf(LockKeyError);
+      expect(error).toBeInstanceOf(RedisLockConfigError);
       expect((error as Error).message).toContain('another decorator may wrap it');
       expect((error as Error).message).toContain('Put @Locked() closest to the method');
     });
@@ -133,8 +134,8 @@ describe('misuse of @Locked is a clear error', () => {
         ],
         providers: [TypoService],
       }).compile();
-      await expect(moduleRef.init()).rejects.toBeInstanceOf(LockKeyError);
-      await expect(moduleRef.close()).rejects.toBeInstanceOf(LockKeyError);
+      await expect(moduleRef.init()).rejects.toBeInstanceOf(RedisLockConfigError);
+      await expect(moduleRef.close()).rejects.toBeInstanceOf(RedisLockConfigError);
       const connected = async () =>
         String(await redis.call('CLIENT', 'LIST'))
           .split('\n')

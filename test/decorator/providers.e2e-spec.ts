@@ -172,13 +172,6 @@ class OrderService {
   async fails(id: string): Promise<never> {
     throw new UnprocessableEntityException(`cannot process ${id}`);
   }
-
-  // What a JavaScript caller can still write: in TypeScript a synchronous method does not compile.
-  // @ts-expect-error @Locked accepts only methods returning a Promise or an Observable
-  @Locked('sync:<id>')
-  syncMethod(id: string): string {
-    return `sync ${id}`;
-  }
 }
 
 @Controller('checkout')
@@ -351,12 +344,6 @@ describe('@Locked on provider methods', () => {
     await expect(attempt).rejects.toBeInstanceOf(UnprocessableEntityException);
     await expect(attempt).rejects.toThrow('cannot process f1');
     expect(await locks.isLocked('fails:f1')).toBe(false);
-  });
-
-  it('returns a Promise for a synchronous method from JavaScript (it waits for the lock)', async () => {
-    const result = orders.syncMethod('s');
-    expect(result).toBeInstanceOf(Promise);
-    await expect(result).resolves.toBe('sync s');
   });
 
   it('keeps `this`, the method name and its length', () => {

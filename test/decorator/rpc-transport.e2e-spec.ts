@@ -3,7 +3,7 @@
  * comes from the message payload, one of concurrent messages for one key runs, and the caller
  * gets the failure as data it can act on (`error: 'LockNotAcquiredError'` and a generic message,
  * never the key) — not Nest's bare "Internal server error", which is what an Error thrown by an
- * interceptor or a service becomes on this transport.
+ * interceptor or a service would become on this transport without the module's default answer.
  */
 import { Controller, Injectable, ParseIntPipe, type INestMicroservice } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
@@ -179,7 +179,7 @@ describe('@Locked on microservice handlers (TCP transport)', () => {
     expect(await redis.exists(leaseKey(prefix, 'order:undefined'))).toBe(0);
   });
 
-  it('without LockExceptionFilter, a busy @Locked service method is the transport\'s "Internal server error"', async () => {
+  it('without LockExceptionFilter registered, a busy @Locked service method still answers as data', async () => {
     const results = await concurrently(
       [send('batch.settle', { batchId: 'b-1' }), send('batch.settle', { batchId: 'b-1' })],
       1,
@@ -187,7 +187,7 @@ describe('@Locked on microservice handlers (TCP transport)', () => {
     expect(results).toContainEqual({ ok: true, value: 'b-1' });
     expect(results).toContainEqual({
       ok: false,
-      error: { status: 'error', message: 'Internal server error' },
+      error: { status: 'error', error: 'LockNotAcquiredError', message: BUSY },
     });
   });
 });

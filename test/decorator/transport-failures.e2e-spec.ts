@@ -167,7 +167,13 @@ describe.each([
     redis = redisClient();
     const redisUrl =
       mode === 'unreachable' ? `redis://127.0.0.1:${await freePort()}` : SHARED_REDIS_URL;
-    subject = await startTransportApp({ redis: redisUrl, prefix, commandTimeout: 300 });
+    // 'warn': the app starts without Redis, to answer while it is out of reach.
+    subject = await startTransportApp({
+      redis: redisUrl,
+      prefix,
+      commandTimeout: 300,
+      startupCheck: 'warn',
+    });
     if (mode === 'busy') {
       const locks = subject.app.get(LockService);
       held = await locks.acquire(`order:${userId}`);

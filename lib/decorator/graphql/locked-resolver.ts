@@ -56,7 +56,8 @@ export async function runResolverLocked(
     return await runLocked(locks, key, spec.options, invoke);
   } catch (error) {
     if (!isLockFailure(error)) throw error;
-    logLockFailure(error, spec.where, 'with a GraphQL error');
+    const level = locks.options.busyLogLevel ?? 'verbose';
+    logLockFailure(error, spec.where, 'with a GraphQL error', level);
     throw toLockGraphQLError(error, locks.options.errorDetails);
   }
 }

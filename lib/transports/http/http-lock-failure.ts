@@ -1,4 +1,4 @@
-import type { LockFailure } from '../../options/redis-lock-options';
+import type { BusyLogLevel, LockFailure } from '../../options/redis-lock-options';
 import { httpAnswer, logLockFailure } from '../shared/lock-failure-answer';
 import { headersSent, isLockFailure } from './lock-http-exception';
 
@@ -12,9 +12,10 @@ export function answerHttpLockFailure(
   where: string,
   response: unknown,
   toException: (failure: LockFailure) => unknown,
+  busyLevel: BusyLogLevel,
 ): unknown {
   if (!isLockFailure(error)) return error;
   const exception = toException(error);
-  logLockFailure(error, where, httpAnswer(exception, headersSent(response)));
+  logLockFailure(error, where, httpAnswer(exception, headersSent(response)), busyLevel);
   return exception;
 }

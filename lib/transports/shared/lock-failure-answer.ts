@@ -5,7 +5,7 @@ import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
 import { LockUpgradeError } from '../../errors/lock-upgrade.error';
 import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
 import { failureAnswered, publicMessages } from '../../errors/public-messages';
-import type { LockFailure } from '../../options/redis-lock-options';
+import type { BusyLogLevel, LockFailure } from '../../options/redis-lock-options';
 
 const logger = new Logger('RedisLock');
 
@@ -35,23 +35,23 @@ export function publicMessage(error: LockFailure): string {
 
 /**
  * Logs what an answer to a lock failure leaves out (key, Redis reply, advice), once per answered
- * failure. Busy is routine contention (debug, or `busyLevel`); a bad key is the caller's input or
- * a key template to fix, a refusal during shutdown is expected (warn); an outage, a refusal by
- * Redis or a lost lock needs an operator (error).
+ * failure. Busy is routine contention (`busyLevel`: the module's `busyLogLevel`, `false` for no
+ * line); a bad key is the caller's input or a key template to fix, a refusal during shutdown is
+ * expected (warn); an outage, a refusal by Redis or a lost lock needs an operator (error).
  */
 export function logLockFailure(
   error: LockFailure,
   where: string,
   answer: string,
-  busyLevel: 'debug' | 'warn' = 'debug',
+  busyLevel: BusyLogLevel,
 ): void {
-  const level: LogLevel =
+  const level: LogLevel | false =
     error instanceof LockNotAcquiredError
       ? busyLevel
       : error instanceof LockKeyError || error instanceof LockServiceClosedError
         ? 'warn'
         : 'error';
-  logger[level](failureAnswered(where, answer, error));
+  if (level) logger[level](failureAnswered(where, answer, error));
 }
 
 /**

@@ -1,0 +1,55 @@
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { EXCEPTION_FILTERS_METADATA } from '@nestjs/common/constants';
+import { ApplicationConfig, DiscoveryService, HttpAdapterHost } from '@nestjs/core';
+import type { RedisLockModuleOptions } from '../options/redis-lock-options';
+import { LockService } from '../service/lock.service';
+import { LockExceptionFilter } from '../transports/lock-exception.filter';
+import { REDIS_LOCK_OPTIONS } from './redis-lock.module-definition';
+
+/** `@WebSocketGateway()` metadata (`@nestjs/websockets`, an optional peer). */
+const WS_GATEWAY = 'websockets:is_gateway';
+/** Marks the filter this module put in place, so a later app built from the same classes replaces it. */
+const DEFAULT_ANSWER = Symbol.for('nestjs-redis-lock:default-answer');
+
+/**
+ * Makes lock failures that reach Nest's default exception handling answer as `@Locked` handlers
+ * do (`answerLockErrors`), with `LockExceptionFilter` as the filter Nest consults last:
+ *
+ * - first of the app's global filters (HTTP, microservices, GraphQL). Nest tries global filters
+ *   from the last added to the first, after the method's and the class's, so every filter of the
+ *   user's — `APP_FILTER` providers, whichever module declares them, and `app.useGlobalFilters()`,
+ *   which come later — is tried before it;
+ * - first of each gateway's class filters, since Nest applies no global filter to gateways.
+ *
+ * Done while Nest creates the instances, before it registers routes, handlers and gateways and
+ * reads their filter lists (once, then).
+ */
+@Injectable()
+export class LockErrorAnswers {
+  constructor(
+    config: ApplicationConfig,
+    adapterHost: HttpAdapterHost,
+    discovery: DiscoveryService,
+    @Inject(REDIS_LOCK_OPTIONS) options: RedisLockModuleOptions,
+    @Optional() locks?: LockService,
+  ) {
+    if (options?.answerLockErrors === false) return;
+    const filter = Object.assign(new LockExceptionFilter(adapterHost, locks), {
+      [DEFAULT_ANSWER]: true,
+    });
+    const globals = config.getGlobalFilters();
+    // With several RedisLockModules in one app, the first one's filter answers.
+    if (!globals.some(isDefaultAnswer)) globals.unshift(filter);
+    for (const wrapper of discovery.getProviders()) {
+      const gateway = wrapper.metatype;
+      if (typeof gateway !== 'function' || !Reflect.hasMetadata(WS_GATEWAY, gateway)) continue;
+      const own = (Reflect.getOwnMetadata(EXCEPTION_FILTERS_METADATA, gateway) ?? []) as unknown[];
+      const userFilters = own.filter((entry) => !isDefaultAnswer(entry));
+      Reflect.defineMetadata(EXCEPTION_FILTERS_METADATA, [filter, ...userFilters], gateway);
+    }
+  }
+}
+
+function isDefaultAnswer(filter: unknown): boolean {
+  return typeof filter === 'object' && filter !== null && DEFAULT_ANSWER in filter;
+}
