@@ -16,10 +16,11 @@
  * runs it for real). Install lines belong in sh/bash blocks: one in prose fails the check.
  */
 'use strict';
-const { execFileSync, spawn } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { packLibrary } = require('../tools/pack-library');
 
 const ROOT = path.resolve(__dirname, '..');
 const MAJORS = [10, 11, 12];
@@ -64,15 +65,6 @@ function installLines() {
   return lines;
 }
 
-function pack(work) {
-  execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
-  const out = execFileSync('npm', ['pack', '--pack-destination', work, '--json', '--silent'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
-  return path.join(work, JSON.parse(out)[0].filename);
-}
-
 /** Resolves `packages` with `npm install --dry-run` in a new project beside Nest `major`. */
 function dryRun(work, id, packages, major, tarball) {
   const dir = path.join(work, id);
@@ -109,7 +101,7 @@ function dryRun(work, id, packages, major, tarball) {
 async function main() {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'nrl-install-lines-'));
   try {
-    const tarball = process.argv[2] ? path.resolve(process.argv[2]) : pack(work);
+    const tarball = process.argv[2] ? path.resolve(process.argv[2]) : packLibrary(work);
     const jobs = [];
     installLines().forEach((line, n) => {
       const packages = line.packages.map((p) => (p === 'nestjs-redis-lock' ? tarball : p));

@@ -24,6 +24,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
+const { packLibrary } = require('./pack-library');
 
 const ROOT = path.resolve(__dirname, '..');
 const MAJORS = (process.env.QUICKSTART_NEST_MAJORS ?? 'latest 11 10').split(/\s+/).filter(Boolean);
@@ -111,15 +112,6 @@ function order(port, userId) {
     retryAfter: res.headers.get('retry-after'),
     body: await res.json(),
   }));
-}
-
-function pack(work) {
-  execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
-  const out = execFileSync('npm', ['pack', '--pack-destination', work, '--json', '--silent'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
-  return path.join(work, JSON.parse(out)[0].filename);
 }
 
 /** The install command for `major`, with the tarball in place of the package name. */
@@ -231,7 +223,7 @@ async function main() {
   const pidfile = path.join(work, 'redis.pid');
   let results = [];
   try {
-    const tarball = process.argv[2] ? path.resolve(process.argv[2]) : pack(work);
+    const tarball = process.argv[2] ? path.resolve(process.argv[2]) : packLibrary(work);
     execFileSync('redis-server', [
       ...['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
       ...['--daemonize', 'yes', '--pidfile', pidfile, '--dir', work],

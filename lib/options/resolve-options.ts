@@ -64,15 +64,13 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertNonNegative('fenceRetention', resolved.fenceRetention);
   assertNonNegative('shutdownGrace', resolved.shutdownGrace);
   assertOneOf('startupCheck', resolved.startupCheck, ['warn', 'fail', 'off']);
-  if (
-    !Number.isInteger(resolved.startupRetries) ||
-    resolved.startupRetries < 0 ||
-    resolved.startupRetries > 100
-  ) {
-    throw new RedisLockConfigError(
-      messages.badOption('startupRetries', resolved.startupRetries, 'a whole number from 0 to 100'),
-    );
-  }
+  assertWholeNumber(
+    'startupRetries',
+    resolved.startupRetries,
+    0,
+    100,
+    'a whole number from 0 to 100',
+  );
   assertOneOf('onBusy', resolved.onBusy, ['throw', 'skip']);
   assertOneOf('onLost', resolved.onLost, ['throw', 'log']);
   assertInstanceId(resolved.instanceId);
@@ -94,15 +92,7 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
       messages.badOption('reentrant', resolved.reentrant, 'a boolean'),
     );
   }
-  if (
-    !Number.isInteger(resolved.busyStatus) ||
-    resolved.busyStatus < 400 ||
-    resolved.busyStatus > 599
-  ) {
-    throw new RedisLockConfigError(
-      messages.badOption('busyStatus', resolved.busyStatus, 'an HTTP error status (400-599)'),
-    );
-  }
+  assertWholeNumber('busyStatus', resolved.busyStatus, 400, 599, 'an HTTP error status (400-599)');
   assertOneOf('errorDetails', resolved.errorDetails, ['safe', 'detailed']);
   if (resolved.busyLogLevel !== false) {
     assertOneOf('busyLogLevel', resolved.busyLogLevel, ['verbose', 'debug', 'log', 'warn']);
@@ -253,6 +243,19 @@ export function assertNonNegative(name: string, value: unknown): asserts value i
     throw new RedisLockConfigError(
       messages.badOption(name, value, `a number >= 0 and <= ${MAX_TIMER_MS} (ms)`),
     );
+  }
+}
+
+/** A whole number from `min` to `max`; `expected` says so in the refusal. */
+function assertWholeNumber(
+  name: string,
+  value: unknown,
+  min: number,
+  max: number,
+  expected: string,
+): void {
+  if (!Number.isInteger(value) || (value as number) < min || (value as number) > max) {
+    throw new RedisLockConfigError(messages.badOption(name, value, expected));
   }
 }
 
