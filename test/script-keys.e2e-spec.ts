@@ -58,7 +58,9 @@ async function monitor(server: RedisServer): Promise<{ stop(): Promise<Monitored
     /** Stops once the log has caught up: a marker sent after everything else has come through. */
     async stop() {
       const marker = `monitor-end-${Math.random()}`;
-      await client.duplicate().echo(marker);
+      const sender = client.duplicate();
+      await sender.echo(marker);
+      sender.disconnect();
       await waitFor(() => seen.some((entry) => entry.args.includes(marker)), 5_000);
       feed.disconnect();
       client.disconnect();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Version matrix: runs a subset of the e2e suites against each server version the library claims
-# beside the system Redis 7.0 (which `npm test` covers): Redis 6.2.16, Redis 7.4.1, Valkey 8.0.1.
+# beside the system Redis 7.0 (which `npm test` covers): Redis 6.2.16, 7.4.1 and 8.0.6, Valkey 8.0.1
+# and 9.1.2.
 # For each version it starts that `redis-server` on a free port as the shared Redis (REDIS_URL) and
 # points the harness at the same binary (REDIS_SERVER_BIN), so every server a test starts — faults,
 # Cluster — is that version too. Prints a line per version and a final table; exits non-zero if
@@ -19,7 +20,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 VERSIONS_DIR="${REDIS_VERSIONS_DIR:-$ROOT/../shared/redis-versions}"
-ALL_VERSIONS=(redis-6.2.16 redis-7.4.1 valkey-8.0.1)
+ALL_VERSIONS=(redis-6.2.16 redis-7.4.1 redis-8.0.6 valkey-8.0.1 valkey-9.1.2)
 read -r -a VERSIONS <<<"${MATRIX_VERSIONS:-${ALL_VERSIONS[*]}}"
 if [[ -z "${REQUIRE_MATRIX:-}" ]]; then
   if [[ "${CI:-}" == "true" ]]; then REQUIRE_MATRIX=1; else REQUIRE_MATRIX=0; fi
@@ -28,7 +29,8 @@ fi
 # What each version runs, the parts whose Lua scripts, pub/sub and server restarts could differ
 # between versions: the engine (waiting, leases, watchdog, fair mode, reentrancy, the engine
 # contract, the Redis replies the in-memory backend must match), @Locked over HTTP, RPC and
-# WebSocket, and fault scenarios 1–6. The rest (Sentinel, Redlock, fuzzers, scale and load faults,
+# WebSocket, fault scenarios 1–6, the other kinds (read-write, semaphores, multi-key, inspection of
+# each) and the scripts' declared keys, and a Cluster. The rest (Sentinel, Redlock, fuzzers, scale and load faults,
 # the other decorator files) runs on 7.0 only, in `npm test` (the whole suite: 4–5 min a version).
 SUBSET=(
   test/waiting.e2e-spec.ts
@@ -49,10 +51,15 @@ SUBSET=(
   test/fault/04-redis-restart.e2e-spec.ts
   test/fault/05-lost-notification.e2e-spec.ts
   test/fault/06-cancellation.e2e-spec.ts
+  test/read-write/read-write.e2e-spec.ts
+  test/semaphore/semaphore.e2e-spec.ts
+  test/semaphore/semaphore-fair.e2e-spec.ts
+  test/multi-key/multi-key.e2e-spec.ts
+  test/inspect-kinds.e2e-spec.ts
+  test/script-keys.e2e-spec.ts
 )
-# A Cluster on the two ends that differ most: 6.2 (classic pub/sub only) and Valkey (sharded).
+# A Cluster on every version: classic pub/sub on 6.2, sharded from 7.0 on.
 CLUSTER=(test/topology/cluster.e2e-spec.ts)
-wants_cluster() { [[ "$1" == redis-6.2.16 || "$1" == valkey-8.0.1 ]]; }
 # Run once, on the shared Redis (REDIS_URL), with the 6.2 binary for the servers they start.
 MATRIX_ONLY=(test/topology/redis62.e2e-spec.ts)
 
@@ -146,8 +153,7 @@ for version in "${VERSIONS[@]}"; do
     stop_server
     continue
   fi
-  files=("${SUBSET[@]}")
-  if wants_cluster "$version"; then files+=("${CLUSTER[@]}"); fi
+  files=("${SUBSET[@]}" "${CLUSTER[@]}")
 
   t0=$SECONDS
   status=0
