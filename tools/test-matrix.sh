@@ -57,6 +57,7 @@ SUBSET=(
   test/multi-key/multi-key.e2e-spec.ts
   test/inspect-kinds.e2e-spec.ts
   test/script-keys.e2e-spec.ts
+  test/iovalkey-client.e2e-spec.ts
 )
 # A Cluster on every version: classic pub/sub on 6.2, sharded from 7.0 on.
 CLUSTER=(test/topology/cluster.e2e-spec.ts)

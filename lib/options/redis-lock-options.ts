@@ -57,8 +57,9 @@ export type OnLostPolicy = 'throw' | 'log';
 export interface RedisLockModuleOptions {
   /**
    * Redis to lock on: a URL (`redis://host:6379/0`, `rediss://` for TLS), ioredis options
-   * (including Sentinel options), or an existing ioredis `Redis`/`Cluster` client. The module
-   * closes only connections it created itself.
+   * (including Sentinel options), or an existing ioredis `Redis`/`Cluster` client — or an
+   * `iovalkey` one, which has ioredis' interface. The module closes only connections it created
+   * itself.
    * @default 'redis://127.0.0.1:6379'
    */
   redis?: RedisConnectionOption;

@@ -15,7 +15,19 @@ export interface RedisCommander {
 }
 
 /** How to reach Redis: a URL, ioredis options, or a client you own (we never close yours). */
-export type RedisConnectionOption = string | RedisOptions | RedisClient;
+export type RedisConnectionOption = string | RedisOptions | RedisClient | IoredisCompatibleClient;
+
+/**
+ * A client with ioredis' interface from another package — `iovalkey` (the Valkey project's fork of
+ * ioredis), or another copy of ioredis — recognised by its shape, as `isRedisClient` does, and
+ * used as an ioredis client.
+ */
+export interface IoredisCompatibleClient {
+  readonly isCluster: boolean;
+  readonly status: string;
+  duplicate(...args: never[]): unknown;
+  evalsha(...args: never[]): unknown;
+}
 
 /** The client the lock uses, and whether this library created it (and so must close it). */
 export interface RedisConnection {
@@ -74,7 +86,11 @@ export function openRedisConnection(option: RedisConnectionOption): RedisConnect
     // A class instance that is not a client (a node-redis client, a wrapper): refuse rather than
     // read it as options and lock on some default server.
     throw new RedisLockConfigError(
-      messages.badOption('redis', option, 'a URL, plain ioredis options, or an ioredis client'),
+      messages.badOption(
+        'redis',
+        option,
+        'a URL, plain ioredis options, or an ioredis (or iovalkey) client',
+      ),
     );
   }
   return { client: new Redis({ ...OWNED_CLIENT_DEFAULTS, ...option }), owned: true };
