@@ -121,6 +121,21 @@ async function checkNestInternals(internals, load) {
     );
   });
 
+  await check('exceptionFilters: @UseFilters() lists them on the class, in order', () => {
+    class A {
+      catch() {}
+    }
+    class B {
+      catch() {}
+    }
+    class Target {}
+    common.UseFilters(new A(), new B())(Target);
+    return same(
+      (Reflect.getOwnMetadata(K.exceptionFilters, Target) || []).map((f) => f.constructor.name),
+      ['A', 'B'],
+    );
+  });
+
   await check('moduleImports/Providers/Exports: @Module() lists', () => {
     class Imported {}
     class Provided {}
@@ -217,7 +232,7 @@ async function checkNestInternals(internals, load) {
     );
   });
 
-  await check('injector records + replaceFactory: read and patched as the explorer does', () =>
+  await check('injector records + global filters + replaceFactory: read and changed as we do', () =>
     checkInjector(internals, load, same),
   );
   return results;
@@ -278,6 +293,12 @@ async function checkInjector(internals, load, same) {
     ];
     const records = same(read, expected);
     if (records !== true) return `records: ${records}`;
+    // The global filters: the array ApplicationConfig hands out is the live one.
+    const config = app.get(core.ApplicationConfig);
+    const first = { catch: () => undefined };
+    internals.addFirstGlobalFilter(config, { catch: () => undefined }, () => false);
+    internals.addFirstGlobalFilter(config, first, () => false);
+    if (config.getGlobalFilters()[0] !== first) return 'addFirstGlobalFilter: not first';
     const original = wrapper.metatype;
     internals.replaceFactory(wrapper, (...args) => `patched(${String(original(...args))})`);
     const built = await app.resolve('PER_REQUEST', core.ContextIdFactory.create());

@@ -28,11 +28,12 @@ it('reads every metadata key, parameter number and injector record as Nest 11 wr
     'sse',
     'path + method',
     'propertyDeps',
+    'exceptionFilters',
     'moduleImports/Providers/Exports',
     'pattern + patternHandler + payload',
     'gateway + messageMapping + payload (+ ack)',
     'resolverType + resolveField + GqlParamType',
     'schedulerType',
-    'injector records + replaceFactory',
+    'injector records + global filters + replaceFactory',
   ]);
 });

@@ -44,6 +44,8 @@ export const NestMetadata = {
   resolveField: 'graphql:resolve_property',
   /** `@Cron()`, `@Interval()`, `@Timeout()` (`@nestjs/schedule`): the kind of job. */
   schedulerType: 'SCHEDULER_TYPE',
+  /** `@UseFilters()` on a class or method: its exception filters, in order. */
+  exceptionFilters: '__exceptionFilters__',
   /** `@Module()`'s lists on a module class. */
   moduleImports: 'imports',
   moduleProviders: 'providers',
@@ -85,6 +87,20 @@ export const EVENT_HANDLER_TYPE = 2;
  * what the explorer reads).
  */
 export type { InstanceWrapper, Module as NestModule };
+
+/**
+ * Puts `filter` first of the app's global exception filters, where Nest consults it last (it tries
+ * them from the last added to the first): the array `ApplicationConfig` hands out is the one the
+ * exception handlers read, when they are built (after every provider was created).
+ */
+export function addFirstGlobalFilter(
+  config: { getGlobalFilters(): unknown[] },
+  filter: object,
+  isOurs: (existing: unknown) => boolean,
+): void {
+  const globals = config.getGlobalFilters();
+  if (!globals.some(isOurs)) globals.unshift(filter);
+}
 
 /**
  * The one change we make to Nest's records: a factory provider's function, which the injector

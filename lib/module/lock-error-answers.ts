@@ -1,13 +1,11 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { EXCEPTION_FILTERS_METADATA } from '@nestjs/common/constants';
 import { ApplicationConfig, DiscoveryService, HttpAdapterHost } from '@nestjs/core';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
 import { LockService } from '../service/lock.service';
 import { LockExceptionFilter } from '../transports/lock-exception.filter';
+import { addFirstGlobalFilter, NestMetadata } from '../nest-internals';
 import { REDIS_LOCK_OPTIONS } from './redis-lock.module-definition';
 
-/** `@WebSocketGateway()` metadata (`@nestjs/websockets`, an optional peer). */
-const WS_GATEWAY = 'websockets:is_gateway';
 /** Marks the filter this module put in place, so a later app built from the same classes replaces it. */
 const DEFAULT_ANSWER = Symbol.for('nestjs-redis-lock:default-answer');
 
@@ -37,15 +35,16 @@ export class LockErrorAnswers {
     const filter = Object.assign(new LockExceptionFilter(adapterHost, locks), {
       [DEFAULT_ANSWER]: true,
     });
-    const globals = config.getGlobalFilters();
     // With several RedisLockModules in one app, the first one's filter answers.
-    if (!globals.some(isDefaultAnswer)) globals.unshift(filter);
+    addFirstGlobalFilter(config, filter, isDefaultAnswer);
     for (const wrapper of discovery.getProviders()) {
       const gateway = wrapper.metatype;
-      if (typeof gateway !== 'function' || !Reflect.hasMetadata(WS_GATEWAY, gateway)) continue;
-      const own = (Reflect.getOwnMetadata(EXCEPTION_FILTERS_METADATA, gateway) ?? []) as unknown[];
+      if (typeof gateway !== 'function' || !Reflect.hasMetadata(NestMetadata.gateway, gateway))
+        continue;
+      const own = (Reflect.getOwnMetadata(NestMetadata.exceptionFilters, gateway) ??
+        []) as unknown[];
       const userFilters = own.filter((entry) => !isDefaultAnswer(entry));
-      Reflect.defineMetadata(EXCEPTION_FILTERS_METADATA, [filter, ...userFilters], gateway);
+      Reflect.defineMetadata(NestMetadata.exceptionFilters, [filter, ...userFilters], gateway);
     }
   }
 }
