@@ -48,7 +48,10 @@ function scriptsBySha(): Map<string, string> {
 
 /** Records what a server runs, from now until `stop()`. */
 async function monitor(server: RedisServer): Promise<{ stop(): Promise<Monitored[]> }> {
-  const client = new Redis(server.url);
+  // Connected (its ready check answered) before MONITOR starts: a command of this client's own
+  // reaching the monitor connection before MONITOR's answer confuses ioredis' reply queue.
+  const client = new Redis(server.url, { enableReadyCheck: false });
+  await client.ping();
   const seen: Monitored[] = [];
   const feed = await client.monitor();
   feed.on('monitor', (_time: string, args: string[], source: string) => {
