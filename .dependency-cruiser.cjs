@@ -24,7 +24,7 @@ const layers = [
   ['locking'], // holds, re-entrancy, runLocked
   ['engine'], // leases, watchdog, waits: the lock lifecycle over a backend
   ['telemetry'], // OpenTelemetry metrics and spans, when @opentelemetry/api is installed
-  ['backends'], // one Redis, or Redlock over several
+  ['backends', 'kinds'], // the stores (one Redis, Redlock, memory), and each kind's commands on them
   ['options'], // the option types and their validation
   ['lua'], // the Lua scripts
   ['redis'], // connections, pub/sub, Cluster slots

@@ -11,7 +11,7 @@ import {
   type LockHandle,
 } from 'nestjs-redis-lock';
 import { lockRedisKeys } from '../lib/keys/lock-keys';
-import { fairAcquireScript } from '../lib/lua/fair-acquire.script';
+import { fairAcquireScript } from '../lib/kinds/exclusive/fair-acquire.script';
 import { CONNECT_BUDGET, lockServices, redisKeyOf, warmedUp } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { closeAllProxies, startTcpProxy, type TcpProxy } from './support/tcp-proxy';

@@ -5,8 +5,8 @@
  */
 import Redis from 'ioredis';
 import type { LockLostError } from 'nestjs-redis-lock';
-import { renewManyScript } from '../lib/lua/renew-many.script';
-import { releaseScript } from '../lib/lua/release.script';
+import { renewManyScript } from '../lib/kinds/exclusive/renew-many.script';
+import { releaseScript } from '../lib/kinds/exclusive/release.script';
 import {
   acquireKind,
   KINDS,

@@ -15,8 +15,8 @@ import { AcknowledgedGrants } from '../../lib/backends/acknowledged-grants';
 import type { LockBackend, RenewableLease } from '../../lib/backends/lock-backend';
 import { RedisUnavailableError } from '../../lib/errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../../lib/keys/lock-keys';
-import { extendScript } from '../../lib/lua/extend.script';
-import { renewManyScript } from '../../lib/lua/renew-many.script';
+import { extendScript } from '../../lib/kinds/exclusive/extend.script';
+import { renewManyScript } from '../../lib/kinds/exclusive/renew-many.script';
 import type { ReplicaAckOptions } from '../../lib/options/redis-lock-options';
 
 /** As the shipped backend batches renewals (`RENEW_BATCH` in redis.backend.ts). */

@@ -1,7 +1,7 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireAllReply } from './lock-backend';
 import type { MemoryKeyspace } from './memory-keyspace';
-import type { MemorySharedLeases } from './memory-shared';
+import type { MemorySharedLeases } from '../kinds/read/memory-read';
 
 /** Multi-key locks in memory, for `MemoryLockBackend`: the all-or-nothing grant of several. */
 export class MemoryAcquireAll {

@@ -1,10 +1,10 @@
 import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
 import { type RawLockInfo } from './lock-info';
 import { evictedOf, type EvictedLock } from './lock-eviction';
-import type { MemoryFairPermits } from './memory-fair-permits';
+import type { MemoryFairPermits } from '../kinds/semaphore/memory-fair-permits';
 import { rawInfoOf, type MemoryKeyspace } from './memory-keyspace';
-import type { MemoryPermits } from './memory-permits';
-import type { MemorySharedLeases } from './memory-shared';
+import type { MemoryPermits } from '../kinds/semaphore/memory-permits';
+import type { MemorySharedLeases } from '../kinds/read/memory-read';
 
 /** What the in-memory backend keeps, for the operator's commands that read or clear it all. */
 export interface MemoryKinds {

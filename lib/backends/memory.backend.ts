@@ -7,7 +7,7 @@ import type {
   FairLockBackend,
   RenewableLease,
 } from './lock-backend';
-import { MemorySharedLeases } from './memory-shared';
+import { MemorySharedLeases } from '../kinds/read/memory-read';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { heldKinds, type RawLockInfo } from './lock-info';
@@ -16,9 +16,11 @@ import { evictKinds, inspectKinds, type MemoryKinds } from './memory-admin';
 import type { LockNamesPage } from './lock-scan';
 import { MemoryKeyspace } from './memory-keyspace';
 import { MemoryAcquireAll } from './memory-acquire-all';
-import { MemoryFairQueue } from './memory-fair';
-import { MemoryFairPermits } from './memory-fair-permits';
-import { MemoryPermits } from './memory-permits';
+import { MemoryFairQueue } from '../kinds/exclusive/memory-fair';
+import { MemoryExclusiveLeases } from '../kinds/exclusive/memory-exclusive';
+import { renewByKind, twinLeases, type FairLeases, type KindTable } from '../kinds/kind-leases';
+import { MemoryFairPermits } from '../kinds/semaphore/memory-fair-permits';
+import { MemoryPermits } from '../kinds/semaphore/memory-permits';
 import { MemoryPubSubHub } from './memory-pubsub';
 
 /** Options of a {@link MemoryLockBackend}. */
@@ -69,9 +71,10 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly permits: MemoryPermits;
   /** Read-write locks: the readers' shares and the writers waiting. */
   private readonly shared: MemorySharedLeases;
-  /** Fair mode: the queue of waiters and the hand-off, of a lock or of a semaphore's permits. */
-  private readonly fair: MemoryFairQueue;
+  /** Fair mode of a semaphore's permits (the queue of a lock is in the keyspace). */
   private readonly fairPermits: MemoryFairPermits;
+  /** Each kind's twin, looked up by a lease's kind (see `lib/kinds/`). */
+  private readonly leases: KindTable;
   /** Multi-key locks: all or none. */
   private readonly allOrNone: MemoryAcquireAll;
 
@@ -86,28 +89,19 @@ export class MemoryLockBackend implements FairLockBackend {
     this.permits = new MemoryPermits(this.keys, publish, id);
     this.fairPermits = new MemoryFairPermits(this.keys, this.permits, publish, id);
     this.shared = new MemorySharedLeases(this.keys, this.hub, id);
-    this.fair = new MemoryFairQueue(this.keys, this.shared, this.hub, this.instanceId);
+    const command = <T>(body: () => T) => this.command(body);
+    const exclusive = new MemoryExclusiveLeases(this.keys, this.shared, this.hub, id);
+    const fair = new MemoryFairQueue(this.keys, this.shared, this.hub, id);
+    this.leases = {
+      exclusive: twinLeases(command, exclusive, fair),
+      shared: twinLeases(command, this.shared),
+      permit: twinLeases(command, this.permits, this.fairPermits),
+    };
     this.allOrNone = new MemoryAcquireAll(this.keys, this.shared, this.instanceId);
   }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {
-    return this.command(() => {
-      if (keys.kind.type === 'permit') return this.permits.acquire(keys, token, ttl);
-      if (keys.kind.type === 'shared') return this.shared.acquire(keys, token, ttl);
-      const readersUntil = this.shared.readersUntil(keys);
-      if (readersUntil !== undefined) {
-        return this.shared.refused(keys, readersUntil - this.keys.now(), how, true);
-      }
-      const holder = this.keys.lease(keys);
-      if (!holder) {
-        this.keys.setLease(keys, token, ttl, this.instanceId);
-        this.shared.granted(keys, how);
-        return this.keys.nextFence(keys, ttl);
-      }
-      // Our own grant, asked again: the fence it got (the counter cannot have moved since).
-      if (holder.token === token) return this.keys.fence(keys);
-      return this.shared.refused(keys, this.keys.pttlOf(holder), how, false);
-    });
+    return this.leases[keys.kind.type].acquire(keys, token, ttl, how);
   }
 
   /** All or none, as the script does (see MemoryAcquireAll). */
@@ -125,34 +119,30 @@ export class MemoryLockBackend implements FairLockBackend {
   }
 
   extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    return this.command(() => this.extendNow(keys, token, ms));
+    return this.leases[keys.kind.type].extend(keys, token, ms);
   }
 
   renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
-    return this.command(() =>
-      leases.map((l) => this.extendNow(l.redisKeys, l.token, Math.ceil(l.lease))),
-    );
+    return renewByKind(this.leases, leases);
   }
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.command(() => {
-      if (keys.kind.type === 'permit') return this.permits.release(keys, token);
-      if (keys.kind.type === 'shared') return this.shared.release(keys, token);
-      if (this.keys.lease(keys)?.token !== token) return false;
-      this.keys.deleteLease(keys);
-      this.hub.publish(keys.channel, token);
-      return true;
-    });
+    return this.leases[keys.kind.type].release(keys, token, (deleted) => deleted);
   }
 
-  fairAcquire(...args: Parameters<MemoryFairQueue['acquire']>): Promise<FairAcquireReply> {
-    const fair = args[0].kind.type === 'permit' ? this.fairPermits : this.fair;
-    return this.command(() => fair.acquire(...args));
+  fairAcquire(...args: Parameters<FairLeases['acquire']>): Promise<FairAcquireReply> {
+    return this.fairOf(args[0]).acquire(...args);
   }
 
   fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    const fair = keys.kind.type === 'permit' ? this.fairPermits : this.fair;
-    return this.command(() => fair.release(keys, token));
+    return this.fairOf(keys).release(keys, token);
+  }
+
+  /** The fair mode of the kind of `keys`; the engine never queues a kind without one (readers). */
+  private fairOf(keys: LockRedisKeys): FairLeases {
+    const fair = this.leases[keys.kind.type].fair;
+    if (!fair) throw new Error(`no fair mode for ${keys.kind.type} leases`);
+    return fair;
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {
@@ -229,12 +219,6 @@ export class MemoryLockBackend implements FairLockBackend {
   private get kinds(): MemoryKinds {
     const { keys: space, shared, permits, fairPermits, hub } = this;
     return { space, shared, permits, fairPermits, publish: (c, m) => hub.publish(c, m) };
-  }
-
-  private extendNow(keys: LockRedisKeys, token: string, ms: number): boolean {
-    if (keys.kind.type === 'permit') return this.permits.extend(keys, token, ms);
-    if (keys.kind.type === 'shared') return this.shared.extend(keys, token, ms);
-    return this.keys.pexpireIfOurs(keys, token, ms);
   }
 
   /** Runs `body` atomically now; its answer (or error) arrives as a reply does, asynchronously. */

@@ -2,11 +2,10 @@ import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
 import { forceReleaseScript } from '../lua/force-release.script';
 import { inspectScript } from '../lua/inspect.script';
 import { isLockedScript } from '../lua/is-locked.script';
-import type { PublishCommand } from '../lua/release.script';
+import type { PublishCommand } from '../lua/lua-script';
 import type { RedisCommander } from '../redis/redis-client';
 import { type RawLockInfo } from './lock-info';
 import { evictedOf, type EvictedLock } from './lock-eviction';
-import { permitLimitKey } from './redis-permits';
 
 /**
  * The operator's commands of `RedisBackend` on one key, for every kind of lock on it at once
@@ -36,7 +35,7 @@ export class RedisAdmin {
         lock.readerHolders,
         lock.writersWaiting,
         semaphore.lock,
-        permitLimitKey(semaphore),
+        semaphore.permitLimit,
         semaphore.fence,
         semaphore.permitHolders,
         semaphore.queue,
@@ -82,7 +81,7 @@ export class RedisAdmin {
         lock.readers,
         lock.readerHolders,
         semaphore.lock,
-        permitLimitKey(semaphore),
+        semaphore.permitLimit,
         semaphore.fence,
         semaphore.permitHolders,
       ],

@@ -13,9 +13,8 @@ import type { PubSubMode } from '../redis/pubsub-mode';
 import { ClusterPubSubCheck } from '../redis/cluster-pubsub-check';
 import { clusterNodeOf } from '../redis/cluster-slot';
 import { createReleasePubSub, type ReleasePubSub } from '../redis/release-pubsub';
-import { finalReplyErrorCode } from '../redis/reply-error';
 import { clockDrift } from '../util/clock';
-import { isShared, SharedLeases } from './shared-leases';
+import { RedisReadLeases } from '../kinds/read/redis-read';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { AcknowledgedGrants } from './acknowledged-grants';
@@ -31,11 +30,9 @@ import type { RawLockInfo } from './lock-info';
 import type { EvictedLock } from './lock-eviction';
 import { RedisAdmin } from './redis-admin';
 import { scanLockNames, type LockNamesPage } from './lock-scan';
-import { renewInBatches } from './renew-batches';
-import { permitsOf, RedisPermits, renewByKind } from './redis-permits';
-import { ExclusiveLeases } from './redis-exclusive';
-import { RedisFairQueue } from './redis-fair';
-import { RedisFairPermits } from './redis-fair-permits';
+import { RedisPermits } from '../kinds/semaphore/redis-permits';
+import { RedisExclusiveLeases } from '../kinds/exclusive/redis-exclusive';
+import { renewByKind, type FairLeases, type KindTable } from '../kinds/kind-leases';
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements FairLockBackend {
@@ -53,15 +50,9 @@ export class RedisBackend implements FairLockBackend {
   private readonly acknowledged?: AcknowledgedGrants;
   /** ioredis' `keyPrefix`: it prefixes KEYS, not the channel in ARGV, which subscribers expect. */
   private readonly keyPrefix: string;
-  /** Semaphores: permit leases (`keys.kind.type === 'permit'`) run their own scripts. */
-  private readonly permits: RedisPermits;
-  /** Readers' shares of read-write locks. */
-  private readonly shared: SharedLeases;
-  /** Exclusive leases, the default kind. */
-  private readonly exclusive: ExclusiveLeases;
-  /** Fair mode's queue and hand-off: of the lock, or of a semaphore's permits. */
-  private readonly fair: RedisFairQueue;
-  private readonly fairPermits: RedisFairPermits;
+  /** Each kind's commands, looked up by a lease's kind (see `lib/kinds/`). */
+  private readonly kinds: KindTable;
+  private readonly read: RedisReadLeases;
   /** The operator's commands: every kind of lock on a key, read or removed at once. */
   private readonly admin: RedisAdmin;
 
@@ -83,15 +74,22 @@ export class RedisBackend implements FairLockBackend {
       channel: (channel: string) => this.keyPrefix + channel,
     });
     // What every kind's commands share: the client, the fence retention, who holds a grant.
-    const of = [this.client, fenceRetention, instanceId] as const;
-    const resets = () => this.resets;
-    this.permits = new RedisPermits(...of, publishing);
+    const context = {
+      client: this.client,
+      cluster: this.cluster,
+      fenceRetention,
+      instanceId,
+      publish: () => this.publish,
+      channel: (channel: string) => this.keyPrefix + channel,
+      resets: () => this.resets,
+    };
+    this.read = new RedisReadLeases(context);
+    this.kinds = {
+      exclusive: new RedisExclusiveLeases(context),
+      shared: this.read,
+      permit: new RedisPermits(context),
+    };
     this.admin = new RedisAdmin(this.client, publishing);
-    this.exclusive = new ExclusiveLeases(...of, publishing);
-    this.fair = new RedisFairQueue(...of, resets, publishing);
-    this.fairPermits = new RedisFairPermits(...of, resets, publishing);
-    const channelOf = (keys: LockRedisKeys) => this.keyPrefix + keys.channel;
-    this.shared = new SharedLeases(...of, () => this.publish, channelOf);
     if (this.cluster)
       this.pubSubCheck = new ClusterPubSubCheck(this.client as Cluster, closeTimeout);
     // An 'error' listener keeps ioredis from printing every reconnect attempt as unhandled.
@@ -105,15 +103,13 @@ export class RedisBackend implements FairLockBackend {
   private readonly onClose = (): void => void this.resets++;
 
   acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {
-    const writer = how?.waitingWriter;
-    const grant = (client: RedisCommander): Promise<number> =>
-      isShared(keys)
-        ? this.shared.acquire(client, keys, token, ttl)
-        : permitsOf(keys) !== undefined
-          ? this.permits.acquire(client, keys, token, ttl)
-          : this.exclusive.acquire(client, keys, token, ttl, writer);
-    if (!this.acknowledged) return grant(this.client);
-    return this.acknowledged.run(keys.lock, grant, () => this.release(keys, token));
+    const kind = this.kinds[keys.kind.type];
+    if (!this.acknowledged) return kind.acquire(keys, token, ttl, how);
+    return this.acknowledged.run(
+      keys.lock,
+      (client) => kind.acquire(keys, token, ttl, how, client),
+      () => this.release(keys, token),
+    );
   }
 
   acquireAll(
@@ -131,42 +127,15 @@ export class RedisBackend implements FairLockBackend {
   }
 
   leaveWriters(keys: LockRedisKeys, id: string): Promise<void> {
-    return this.shared.leaveWriters(keys, id);
+    return this.read.leaveWriters(keys, id);
   }
 
-  async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
-    if (isShared(keys)) return this.shared.extend(keys, token, ms);
-    if (permitsOf(keys) !== undefined) return this.permits.extend(keys, token, ms);
-    return this.exclusive.extend(keys, token, ms);
+  extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
+    return this.kinds[keys.kind.type].extend(keys, token, ms);
   }
 
   renewMany(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
-    // Permits renew one by one; every other lease keeps the batched path below.
-    return renewByKind(
-      leases,
-      (rest) => this.renewLeases(rest),
-      (l) => this.permits.renew(l),
-    );
-  }
-
-  private async renewLeases(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
-    if (leases.length === 0) return [];
-    if (this.cluster) {
-      // A Cluster refuses multi-key scripts across slots: one command per lock, written together
-      // (the watchdog sends each node's locks as a batch of their own, see shardOf). Each answers
-      // for its own lock: a foreign value under one key (WRONGTYPE) loses that lock only.
-      return Promise.all(
-        leases.map((l) =>
-          this.extend(l.redisKeys, l.token, Math.ceil(l.lease)).catch((error: unknown) =>
-            finalReplyErrorCode(error) === 'WRONGTYPE' ? false : undefined,
-          ),
-        ),
-      );
-    }
-    if (leases.some((l) => isShared(l.redisKeys))) {
-      return this.shared.renewMixed(leases, (writers) => this.renewLeases(writers));
-    }
-    return renewInBatches(this.client, this.fenceRetention, leases);
+    return renewByKind(this.kinds, leases);
   }
 
   /** On a Cluster, the node serving the lock's slot; one Redis serves all. */
@@ -184,19 +153,22 @@ export class RedisBackend implements FairLockBackend {
       }
       return deleted;
     };
-    if (isShared(keys)) return this.shared.release(keys, token).then(answered);
-    if (permitsOf(keys) !== undefined) {
-      return this.permits.release(keys, token).then((reply) => answered(reply === 1));
-    }
-    return this.exclusive.release(keys, token, answered);
+    return this.kinds[keys.kind.type].release(keys, token, answered);
   }
 
-  fairAcquire(...args: Parameters<RedisFairQueue['acquire']>): Promise<FairAcquireReply> {
-    return (permitsOf(args[0]) !== undefined ? this.fairPermits : this.fair).acquire(...args);
+  fairAcquire(...args: Parameters<FairLeases['acquire']>): Promise<FairAcquireReply> {
+    return this.fairOf(args[0]).acquire(...args);
   }
 
   fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return (permitsOf(keys) !== undefined ? this.fairPermits : this.fair).release(keys, token);
+    return this.fairOf(keys).release(keys, token);
+  }
+
+  /** The fair mode of the kind of `keys`; the engine never queues a kind without one (readers). */
+  private fairOf(keys: LockRedisKeys): FairLeases {
+    const fair = this.kinds[keys.kind.type].fair;
+    if (!fair) throw new Error(`no fair mode for ${keys.kind.type} leases`);
+    return fair;
   }
 
   async forceRelease(keys: LockRedisKeys): Promise<boolean> {

@@ -26,3 +26,8 @@ export const EXCLUSIVE: ExclusiveLease = Object.freeze({ type: 'exclusive' });
 
 /** The kind of a read-write lock's reader. */
 export const SHARED: SharedLease = Object.freeze({ type: 'shared' });
+
+/** The limit a permit lease asks for, or undefined for any other kind of lease. */
+export function permitsOf(kind: LeaseKind): number | undefined {
+  return kind.type === 'permit' ? kind.permits : undefined;
+}

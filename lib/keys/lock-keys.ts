@@ -88,6 +88,11 @@ export class LockRedisKeys {
     return `${this.lock}:holders`;
   }
 
+  /** Semaphores (`lock` is the permits' name): the limit N every holder named, beside them. */
+  get permitLimit(): string {
+    return `${this.lock}:limit`;
+  }
+
   /**
    * Read-write locks: the writers waiting for the readers to leave (ZSET call id → when the entry
    * lapses unless refreshed); while one is there, new readers are refused (writer priority).

@@ -1,7 +1,7 @@
 import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 import { nowMsLua } from './permit.lua';
-import type { PublishCommand } from './release.script';
+import type { PublishCommand } from './lua-script';
 import { readShareHoldersLua } from './share-holders.lua';
 
 /**

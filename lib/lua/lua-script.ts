@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { RedisCommander } from '../redis/redis-client';
 
+/** How a script publishes a release: `SPUBLISH` on a Cluster with sharded pub/sub, else `PUBLISH`. */
+export type PublishCommand = 'PUBLISH' | 'SPUBLISH';
+
 /**
  * One Lua script, run by EVALSHA (the body is sent once per server, not per call) with an EVAL
  * fallback when the server answers NOSCRIPT — after a restart, a failover or SCRIPT FLUSH.

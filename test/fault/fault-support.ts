@@ -4,11 +4,11 @@
  */
 import { appendFileSync } from 'node:fs';
 import type Redis from 'ioredis';
-import { acquireScript } from '../../lib/lua/acquire.script';
-import { extendScript } from '../../lib/lua/extend.script';
+import { acquireScript } from '../../lib/kinds/exclusive/acquire.script';
+import { extendScript } from '../../lib/kinds/exclusive/extend.script';
 import type { LuaScript } from '../../lib/lua/lua-script';
-import { releaseScript } from '../../lib/lua/release.script';
-import { renewManyScript } from '../../lib/lua/renew-many.script';
+import { releaseScript } from '../../lib/kinds/exclusive/release.script';
+import { renewManyScript } from '../../lib/kinds/exclusive/renew-many.script';
 import type { CommandMatcher } from '../support/tcp-proxy';
 import { now, sleep } from '../support/time';
 

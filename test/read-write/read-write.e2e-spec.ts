@@ -11,8 +11,8 @@ import {
   currentLock,
   type LockHandle,
 } from 'nestjs-redis-lock';
-import { acquireScript } from '../../lib/lua/acquire.script';
-import { readAcquireScript } from '../../lib/lua/read-acquire.script';
+import { acquireScript } from '../../lib/kinds/exclusive/acquire.script';
+import { readAcquireScript } from '../../lib/kinds/read/read-acquire.script';
 import { lockRedisKeys } from '../../lib/keys/lock-keys';
 import { onSharedRedis } from '../support/lock-services';
 import { now, sleep, waitFor } from '../support/time';

@@ -10,9 +10,8 @@ import {
   type LockHandle,
   type LockService,
 } from 'nestjs-redis-lock';
-import { permitLimitKey } from '../../lib/backends/redis-permits';
 import { lockRedisKeys } from '../../lib/keys/lock-keys';
-import { fairPermitAcquireScript } from '../../lib/lua/fair-permit-acquire.script';
+import { fairPermitAcquireScript } from '../../lib/kinds/semaphore/fair-permit-acquire.script';
 import { onSharedRedis, warmedUp } from '../support/lock-services';
 import { SHARED_REDIS_URL } from '../support/shared-redis';
 import { closeAllProxies, startTcpProxy } from '../support/tcp-proxy';
@@ -59,7 +58,7 @@ async function queueVanishedWaiter(key: string, token: string, lifetime: number)
     redis,
     [
       keys.lock,
-      permitLimitKey(keys),
+      keys.permitLimit,
       keys.fence,
       keys.queue,
       keys.waiters,

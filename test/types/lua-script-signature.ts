@@ -4,10 +4,10 @@
  * kind, and gets the script's reply type without a cast. Each `@ts-expect-error` below must stay
  * an error — if the typing were lost, tsc would report the unused directive and the lint would fail.
  */
-import { acquireScript } from '../../lib/lua/acquire.script';
-import { fairAcquireScript } from '../../lib/lua/fair-acquire.script';
-import { releaseScript } from '../../lib/lua/release.script';
-import { renewManyScript } from '../../lib/lua/renew-many.script';
+import { acquireScript } from '../../lib/kinds/exclusive/acquire.script';
+import { fairAcquireScript } from '../../lib/kinds/exclusive/fair-acquire.script';
+import { releaseScript } from '../../lib/kinds/exclusive/release.script';
+import { renewManyScript } from '../../lib/kinds/exclusive/renew-many.script';
 import type { RedisCommander } from '../../lib/redis/redis-client';
 
 declare const client: RedisCommander;

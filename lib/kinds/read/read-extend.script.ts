@@ -1,5 +1,5 @@
-import { LuaScript } from './lua-script';
-import { coverLua, readFenceLua } from './read-fence.lua';
+import { LuaScript } from '../../lua/lua-script';
+import { coverLua, readFenceLua } from '../../lua/read-fence.lua';
 
 /**
  * Compare-and-pexpire of a reader's share: renews it only while it is still there and has not

@@ -1,7 +1,7 @@
-import { nextFenceLua } from './fence.lua';
-import { writeHolderLua } from './holder.lua';
-import { LuaScript } from './lua-script';
-import type { PublishCommand } from './release.script';
+import { nextFenceLua } from '../../lua/fence.lua';
+import { writeHolderLua } from '../../lua/holder.lua';
+import { LuaScript } from '../../lua/lua-script';
+import type { PublishCommand } from '../../lua/lua-script';
 
 /**
  * Fair mode's release, also used by a waiter that leaves the queue: drops `token`'s queue entry,

@@ -1,5 +1,5 @@
-import { LuaScript } from './lua-script';
-import type { PublishCommand } from './release.script';
+import { LuaScript } from '../../lua/lua-script';
+import type { PublishCommand } from '../../lua/lua-script';
 
 /**
  * A waiting writer gives up (out of budget, cancelled): its entry leaves the writers' waiting

@@ -1,7 +1,4 @@
-import { LuaScript } from './lua-script';
-
-/** How a script publishes a release: `SPUBLISH` on a Cluster with sharded pub/sub, else `PUBLISH`. */
-export type PublishCommand = 'PUBLISH' | 'SPUBLISH';
+import { LuaScript, type PublishCommand } from '../../lua/lua-script';
 
 /**
  * Compare-and-delete: only the token that holds the key may delete it, atomically (no GET-then-DEL

@@ -1,4 +1,4 @@
-import { LuaScript } from './lua-script';
+import { LuaScript } from '../../lua/lua-script';
 
 /**
  * The watchdog's batch renewal: compare-and-pexpire for many locks in one command, so renewing

@@ -1,5 +1,5 @@
-import { LuaScript } from './lua-script';
-import type { PublishCommand } from './release.script';
+import { LuaScript } from '../../lua/lua-script';
+import type { PublishCommand } from '../../lua/lua-script';
 
 /**
  * A reader gives back its share: compare-and-remove of its token. When no live reader is left it

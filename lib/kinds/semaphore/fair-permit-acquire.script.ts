@@ -1,8 +1,8 @@
 import { dropWaiterLua, waitersAheadLua } from './fair-permit.lua';
-import { nextFenceLua } from './fence.lua';
-import { LuaScript } from './lua-script';
-import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
-import { syncPermitHoldersLua, writeShareHolderLua } from './share-holders.lua';
+import { nextFenceLua } from '../../lua/fence.lua';
+import { LuaScript } from '../../lua/lua-script';
+import { coverLeasesLua, nowMsLua, prunePermitsLua } from '../../lua/permit.lua';
+import { syncPermitHoldersLua, writeShareHolderLua } from '../../lua/share-holders.lua';
 
 /**
  * Fair mode's try for a permit of a semaphore: first come, first served. A free place goes to a

@@ -1,15 +1,16 @@
-import type { LockRedisKeys } from '../keys/lock-keys';
-import type { FairAcquireReply } from './lock-backend';
-import type { MemoryKeyspace } from './memory-keyspace';
-import type { MemoryPubSubHub } from './memory-pubsub';
-import type { MemorySharedLeases } from './memory-shared';
+import type { MemoryFairTwin } from '../kind-leases';
+import type { LockRedisKeys } from '../../keys/lock-keys';
+import type { FairAcquireReply } from '../../backends/lock-backend';
+import type { MemoryKeyspace } from '../../backends/memory-keyspace';
+import type { MemoryPubSubHub } from '../../backends/memory-pubsub';
+import type { MemorySharedLeases } from '../read/memory-read';
 
 /**
  * Fair mode in memory, for `MemoryLockBackend`, as the fair scripts keep it: the queue of waiters
  * (entries that lapse after `waiterTtl`), a free lock reserved for the head of the queue, and the
  * hand-off to it on release. Each method is one command's body: the backend runs it atomically.
  */
-export class MemoryFairQueue {
+export class MemoryFairQueue implements MemoryFairTwin {
   constructor(
     private readonly keys: MemoryKeyspace,
     /** Read-write locks: a lock its readers hold is not free for the head of the queue. */

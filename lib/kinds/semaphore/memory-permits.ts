@@ -1,8 +1,9 @@
+import type { MemoryKindTwin } from '../kind-leases';
 import { limitConflict } from './limit-conflict';
-import type { PermitLease } from '../keys/lease-kind';
-import type { LockRedisKeys } from '../keys/lock-keys';
-import type { LockHolderInfo, RawHolders, RawLockInfo } from './lock-info';
-import type { MemoryKeyspace } from './memory-keyspace';
+import type { PermitLease } from '../../keys/lease-kind';
+import type { LockRedisKeys } from '../../keys/lock-keys';
+import type { LockHolderInfo, RawHolders, RawLockInfo } from '../../backends/lock-info';
+import type { MemoryKeyspace } from '../../backends/memory-keyspace';
 
 /** One semaphore: its limit, each permit's lease end on the keyspace's clock, and its holder. */
 export interface Semaphore {
@@ -20,7 +21,7 @@ const notWholeMs = (): Error => new Error('ERR value is not an integer or out of
  * the key; the fence counter (shared with the keyspace) outlives the latest lease by the
  * retention; every change is atomic. `publish` sends a release message on a lock's channel.
  */
-export class MemoryPermits {
+export class MemoryPermits implements MemoryKindTwin {
   private readonly semaphores = new Map<string, Semaphore>();
 
   constructor(

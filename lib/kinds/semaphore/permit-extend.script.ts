@@ -1,5 +1,5 @@
-import { LuaScript } from './lua-script';
-import { coverLeasesLua, nowMsLua } from './permit.lua';
+import { LuaScript } from '../../lua/lua-script';
+import { coverLeasesLua, nowMsLua } from '../../lua/permit.lua';
 
 /**
  * Compare-and-renew of one permit: pushes its lease end to now + lease only while the token is

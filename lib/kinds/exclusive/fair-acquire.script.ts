@@ -1,6 +1,6 @@
-import { nextFenceLua } from './fence.lua';
-import { writeHolderLua } from './holder.lua';
-import { LuaScript } from './lua-script';
+import { nextFenceLua } from '../../lua/fence.lua';
+import { writeHolderLua } from '../../lua/holder.lua';
+import { LuaScript } from '../../lua/lua-script';
 
 /**
  * Fair mode's acquire: first come, first served. Waiters queue in Redis; a free lock goes to the

@@ -1,7 +1,7 @@
-import { nextFenceLua } from './fence.lua';
-import { LuaScript } from './lua-script';
-import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
-import { syncPermitHoldersLua, writeShareHolderLua } from './share-holders.lua';
+import { nextFenceLua } from '../../lua/fence.lua';
+import { LuaScript } from '../../lua/lua-script';
+import { coverLeasesLua, nowMsLua, prunePermitsLua } from '../../lua/permit.lua';
+import { syncPermitHoldersLua, writeShareHolderLua } from '../../lua/share-holders.lua';
 
 /**
  * One try for a permit of a semaphore, in one atomic step: drops lapsed permits, refuses a limit

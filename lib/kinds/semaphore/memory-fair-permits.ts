@@ -1,7 +1,8 @@
+import type { MemoryFairTwin } from '../kind-leases';
 import { limitConflict } from './limit-conflict';
-import type { LockRedisKeys } from '../keys/lock-keys';
-import type { FairAcquireReply } from './lock-backend';
-import type { MemoryKeyspace } from './memory-keyspace';
+import type { LockRedisKeys } from '../../keys/lock-keys';
+import type { FairAcquireReply } from '../../backends/lock-backend';
+import type { MemoryKeyspace } from '../../backends/memory-keyspace';
 import type { MemoryPermits } from './memory-permits';
 
 /**
@@ -24,7 +25,7 @@ interface PermitWaiter {
  * every free place to the first live waiters. Each method is one command's body: the backend
  * runs it atomically.
  */
-export class MemoryFairPermits {
+export class MemoryFairPermits implements MemoryFairTwin {
   /** Per semaphore, its waiters in arrival order (a Map keeps insertion order). */
   private readonly queues = new Map<string, Map<string, PermitWaiter>>();
 

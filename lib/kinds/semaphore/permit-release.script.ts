@@ -1,7 +1,7 @@
-import { LuaScript } from './lua-script';
-import { nowMsLua, prunePermitsLua } from './permit.lua';
-import type { PublishCommand } from './release.script';
-import { syncPermitHoldersLua } from './share-holders.lua';
+import { LuaScript } from '../../lua/lua-script';
+import { nowMsLua, prunePermitsLua } from '../../lua/permit.lua';
+import type { PublishCommand } from '../../lua/lua-script';
+import { syncPermitHoldersLua } from '../../lua/share-holders.lua';
 
 /**
  * Gives a permit back: removes the token, deletes the semaphore's keys with its last permit, and

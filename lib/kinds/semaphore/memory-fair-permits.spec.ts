@@ -1,6 +1,6 @@
-import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
-import { lockRedisKeys } from '../keys/lock-keys';
-import { MemoryLockBackend } from './memory.backend';
+import { SemaphoreLimitConflictError } from '../../errors/semaphore-limit-conflict.error';
+import { lockRedisKeys } from '../../keys/lock-keys';
+import { MemoryLockBackend } from '../../backends/memory.backend';
 
 /** Lets promise jobs run (release messages are delivered on one). */
 const flush = async (): Promise<void> => {

@@ -1,8 +1,9 @@
-import type { LockRedisKeys } from '../keys/lock-keys';
-import type { AcquireTry } from './lock-backend';
-import type { LockHolderInfo, RawHolders } from './lock-info';
-import type { MemoryKeyspace } from './memory-keyspace';
-import type { MemoryPubSubHub } from './memory-pubsub';
+import type { MemoryKindTwin } from '../kind-leases';
+import type { LockRedisKeys } from '../../keys/lock-keys';
+import type { AcquireTry } from '../../backends/lock-backend';
+import type { LockHolderInfo, RawHolders } from '../../backends/lock-info';
+import type { MemoryKeyspace } from '../../backends/memory-keyspace';
+import type { MemoryPubSubHub } from '../../backends/memory-pubsub';
 
 /** Entries with a deadline each (readers' shares, waiting writers), and the key's own expiry. */
 interface Deadlines {
@@ -18,7 +19,7 @@ interface Deadlines {
  * long as its latest entry. An entry lapses in the millisecond its deadline is reached, as the
  * scripts' `ZREMRANGEBYSCORE -inf now` drops it.
  */
-export class MemorySharedLeases {
+export class MemorySharedLeases implements MemoryKindTwin {
   private readonly readers = new Map<string, Deadlines>();
   private readonly writers = new Map<string, Deadlines>();
 

@@ -1,9 +1,9 @@
 import { dropWaiterLua, readEntryLua } from './fair-permit.lua';
-import { nextFenceLua } from './fence.lua';
-import { LuaScript } from './lua-script';
-import { coverLeasesLua, nowMsLua, prunePermitsLua } from './permit.lua';
-import type { PublishCommand } from './release.script';
-import { syncPermitHoldersLua, writeShareHolderLua } from './share-holders.lua';
+import { nextFenceLua } from '../../lua/fence.lua';
+import { LuaScript } from '../../lua/lua-script';
+import { coverLeasesLua, nowMsLua, prunePermitsLua } from '../../lua/permit.lua';
+import type { PublishCommand } from '../../lua/lua-script';
+import { syncPermitHoldersLua, writeShareHolderLua } from '../../lua/share-holders.lua';
 
 /**
  * Fair mode's release of a permit, also run by a waiter that leaves the queue: drops `token`'s

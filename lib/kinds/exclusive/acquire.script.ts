@@ -1,7 +1,7 @@
-import { nextFenceLua } from './fence.lua';
-import { writeHolderLua } from './holder.lua';
-import { LuaScript } from './lua-script';
-import { coverLua } from './read-fence.lua';
+import { nextFenceLua } from '../../lua/fence.lua';
+import { writeHolderLua } from '../../lua/holder.lua';
+import { LuaScript } from '../../lua/lua-script';
+import { coverLua } from '../../lua/read-fence.lua';
 
 /**
  * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window). The key alone: a

@@ -1,6 +1,6 @@
-import { LuaScript } from './lua-script';
-import { coverLua, readFenceLua } from './read-fence.lua';
-import { syncShareHoldersLua, writeShareHolderLua } from './share-holders.lua';
+import { LuaScript } from '../../lua/lua-script';
+import { coverLua, readFenceLua } from '../../lua/read-fence.lua';
+import { syncShareHoldersLua, writeShareHolderLua } from '../../lua/share-holders.lua';
 
 /**
  * A reader's try for its share of a read-write lock, in one round trip. Refused while a writer

@@ -1,4 +1,4 @@
-import { LuaScript } from './lua-script';
+import { LuaScript } from '../../lua/lua-script';
 
 /**
  * Compare-and-pexpire: renew (watchdog) or extend (user) the lease only while we still own it.

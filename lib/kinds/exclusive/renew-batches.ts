@@ -1,6 +1,6 @@
-import { renewManyScript } from '../lua/renew-many.script';
-import type { RedisCommander } from '../redis/redis-client';
-import type { RenewableLease } from './lock-backend';
+import { renewManyScript } from './renew-many.script';
+import type { RedisCommander } from '../../redis/redis-client';
+import type { RenewableLease } from '../../backends/lock-backend';
 
 /**
  * Leases per renewal command: big enough that 10,000 held locks cost 20 commands a period, small

@@ -1,0 +1,49 @@
+import type { AcquireTry } from '../../backends/lock-backend';
+import type { MemoryKeyspace } from '../../backends/memory-keyspace';
+import type { MemoryPubSubHub } from '../../backends/memory-pubsub';
+import type { LockRedisKeys } from '../../keys/lock-keys';
+import type { MemoryKindTwin } from '../kind-leases';
+import type { MemorySharedLeases } from '../read/memory-read';
+
+/**
+ * Exclusive leases in memory, as the exclusive scripts keep them: a mutex, or a read-write lock's
+ * writer (refused while readers hold the key; with writer priority, entered among the writers
+ * waiting). Each method is one command's body: the memory store runs it atomically.
+ */
+export class MemoryExclusiveLeases implements MemoryKindTwin {
+  constructor(
+    private readonly keys: MemoryKeyspace,
+    /** The readers' shares, which hold a writer back. */
+    private readonly shared: MemorySharedLeases,
+    private readonly hub: MemoryPubSubHub,
+    /** Written into the holder record of each grant, as the option `instanceId`. */
+    private readonly instanceId: string,
+  ) {}
+
+  acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): number {
+    const readersUntil = this.shared.readersUntil(keys);
+    if (readersUntil !== undefined) {
+      return this.shared.refused(keys, readersUntil - this.keys.now(), how, true);
+    }
+    const holder = this.keys.lease(keys);
+    if (!holder) {
+      this.keys.setLease(keys, token, ttl, this.instanceId);
+      this.shared.granted(keys, how);
+      return this.keys.nextFence(keys, ttl);
+    }
+    // Our own grant, asked again: the fence it got (the counter cannot have moved since).
+    if (holder.token === token) return this.keys.fence(keys);
+    return this.shared.refused(keys, this.keys.pttlOf(holder), how, false);
+  }
+
+  extend(keys: LockRedisKeys, token: string, ms: number): boolean {
+    return this.keys.pexpireIfOurs(keys, token, ms);
+  }
+
+  release(keys: LockRedisKeys, token: string): boolean {
+    if (this.keys.lease(keys)?.token !== token) return false;
+    this.keys.deleteLease(keys);
+    this.hub.publish(keys.channel, token);
+    return true;
+  }
+}

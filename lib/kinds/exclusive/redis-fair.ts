@@ -1,0 +1,64 @@
+import { messages } from '../../errors/messages';
+import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
+import type { LockRedisKeys } from '../../keys/lock-keys';
+import { fairAcquireScript } from './fair-acquire.script';
+import { fairReleaseScript } from './fair-release.script';
+import type { FairAcquireReply } from '../../backends/lock-backend';
+import type { FairLeases, RedisKindContext } from '../kind-leases';
+
+/**
+ * Fair mode on one Redis, for `RedisBackend`: the queue of waiters in Redis, a free lock kept for
+ * the head of the queue, and the hand-off to it on release.
+ */
+export class RedisFairQueue implements FairLeases {
+  constructor(private readonly context: RedisKindContext) {}
+
+  // Plain promise chains, not async functions, and key arrays built in one step: these run on
+  // every fair-mode acquire and release.
+  acquire(
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    waiterTtl: number,
+  ): Promise<FairAcquireReply> {
+    const { client, fenceRetention, instanceId } = this.context;
+    return fairAcquireScript
+      .run(
+        client,
+        [
+          keys.lock,
+          keys.fence,
+          keys.queue,
+          keys.waiters,
+          keys.holder,
+          keys.waiterIds,
+          keys.readers,
+        ],
+        [token, ttl, queue ? '1' : '0', waiterTtl, fenceRetention, instanceId],
+      )
+      .then((reply): FairAcquireReply => {
+        if (!Array.isArray(reply)) return { granted: reply };
+        const [first, second] = reply;
+        return first > 0 ? { ours: first, pttl: second } : { retryAfterMs: -first, fence: second };
+      });
+  }
+
+  release(keys: LockRedisKeys, token: string): Promise<boolean> {
+    const { client, fenceRetention, resets } = this.context;
+    const resetsBefore = resets();
+    return fairReleaseScript
+      .run(
+        client,
+        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+        [token, this.context.publish(), fenceRetention, this.context.channel(keys.channel)],
+      )
+      .then((reply) => {
+        // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
+        if (reply !== 1 && resets() !== resetsBefore) {
+          throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
+        }
+        return reply === 1;
+      });
+  }
+}
