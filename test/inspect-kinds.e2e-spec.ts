@@ -425,7 +425,7 @@ describe('isLocked cost', () => {
       'x',
     );
     const permits = new LockRedisKeys(`${keyOf('crowded')}:permits`, {
-      type: 'permit',
+      type: 'semaphore',
       permits: 50,
     });
     try {

@@ -186,7 +186,7 @@ it("keeps a fair lock freed by the holder's lapsed lease for the head of the que
 
 it("keeps a fair lock the last reader's lapsed share left free for the queued writer alike", async () => {
   await onBoth('fair-lapse-read', async (backend, keys, t) => {
-    const reader = new LockRedisKeys(keys.lock, { type: 'shared' });
+    const reader = new LockRedisKeys(keys.lock, { type: 'read' });
     const fair = (token: string, queue = true) =>
       backend.fairAcquire(keys, token, 5_000, queue, 5_000);
     t.log(t.fence(await backend.acquire(reader, 'r1', 100)));
@@ -267,7 +267,7 @@ it('inspects, lists and evicts alike: holder records written, renewed, handed ov
 
 it('shares, refuses, renews and releases read-write leases alike, writers waiting included', async () => {
   await onBoth('read-write', async (backend, keys, t) => {
-    const reader = new LockRedisKeys(keys.lock, { type: 'shared' });
+    const reader = new LockRedisKeys(keys.lock, { type: 'read' });
     let entered = 0;
     const waiting = (id: string) => ({
       waitingWriter: { id, entryMs: 3_000, entered: () => void entered++ },
@@ -305,7 +305,7 @@ it('shares, refuses, renews and releases read-write leases alike, writers waitin
 it('wakes all when the last in line leaves a free fair lock, not while it is held', async () => {
   await onBoth('fair-leave', async (backend, keys, t) => {
     const fair = (token: string) => backend.fairAcquire(keys, token, 5_000, true, 1_000);
-    const reader = new LockRedisKeys(keys.lock, { type: 'shared' });
+    const reader = new LockRedisKeys(keys.lock, { type: 'read' });
     t.log(t.fence(await backend.acquire(reader, 'r1', 2_000)));
     t.log('retryAfterMs' in (await fair('a')));
     t.log('retryAfterMs' in (await fair('b')));
@@ -323,7 +323,7 @@ it('wakes all when the last in line leaves a free fair lock, not while it is hel
 });
 
 describe('fair semaphores', () => {
-  const TWO = { type: 'permit', permits: 2 } as const;
+  const TWO = { type: 'semaphore', permits: 2 } as const;
   /** A fair permit try's reply, normalized: fences relative, a busy reply's ms as a range. */
   const replyOf = async (
     t: Transcript,
@@ -351,7 +351,7 @@ describe('fair semaphores', () => {
         t.log(await fair('c')); // full: queued
         t.log(await fair('d')); // queued behind c
         t.log(await fair('e', false)); // busy, not queued
-        const other = new LockRedisKeys(keys.lock, { type: 'permit', permits: 3 });
+        const other = new LockRedisKeys(keys.lock, { type: 'semaphore', permits: 3 });
         const conflict = backend.fairAcquire(other, 'f', 5_000, true, 1_000);
         t.log(await conflict.catch((e: unknown) => e instanceof SemaphoreLimitConflictError));
         t.log(await backend.fairRelease(keys, 'a')); // handed to c
@@ -427,7 +427,7 @@ describe('fair semaphores', () => {
     await onBoth(
       'fair-permits-limit',
       async (backend, keys, t) => {
-        const three = new LockRedisKeys(keys.lock, { type: 'permit', permits: 3 });
+        const three = new LockRedisKeys(keys.lock, { type: 'semaphore', permits: 3 });
         const fair = (token: string, on = keys, ttl = 5_000) =>
           replyOf(t, backend.fairAcquire(on, token, ttl, true, 2_000), [0, 5_000]);
         t.log(await fair('a', keys, 100));
@@ -485,7 +485,7 @@ describe('inspection of every kind', () => {
   };
   const listedKinds = async (backend: FairLockBackend, keys: LockRedisKeys) => {
     const page = await backend.scan(shared.prefix, undefined, 1_000);
-    const base = keys.kind.type === 'permit' ? keys.lock.replace(/:permits$/, '') : keys.lock;
+    const base = keys.kind.type === 'semaphore' ? keys.lock.replace(/:permits$/, '') : keys.lock;
     return page.names
       .filter((name) => name.startsWith(base))
       .map((name) => name.slice(base.length));
@@ -510,7 +510,7 @@ describe('inspection of every kind', () => {
 
   it('reads and removes readers alike, their holder records and the writers waiting included', async () => {
     await onBoth('inspect-readers', async (backend, keys, t) => {
-      const reader = new LockRedisKeys(keys.lock, { type: 'shared' });
+      const reader = new LockRedisKeys(keys.lock, { type: 'read' });
       t.log(await inspectAll(backend, keys, t));
       t.log(t.fence(await backend.acquire(reader, 'r1', 2_000)));
       t.log(t.fence(await backend.acquire(reader, 'r2', 3_000)));
@@ -532,7 +532,7 @@ describe('inspection of every kind', () => {
   it('removes a mutex and permits on one key alike, and reports both', async () => {
     await onBoth('evict-both', async (backend, keys, t) => {
       const { semaphore } = kindKeysOf(keys.lock);
-      const permits = new LockRedisKeys(semaphore.lock, { type: 'permit', permits: 5 });
+      const permits = new LockRedisKeys(semaphore.lock, { type: 'semaphore', permits: 5 });
       const mutexFence = await backend.acquire(keys, 'm', 2_000);
       let permitFence = 0;
       for (const token of ['p1', 'p2', 'p3']) {
@@ -572,7 +572,7 @@ describe('inspection of every kind', () => {
         await waitFor(() => t.heard.length === 3);
         t.log(t.heard.slice(1));
       },
-      { type: 'permit', permits: 2 },
+      { type: 'semaphore', permits: 2 },
     );
   });
 });

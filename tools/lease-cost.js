@@ -22,14 +22,14 @@ const ROUNDS = Number(roundsArg ?? 100);
 const BLOCK = 100;
 const TTL = 30_000;
 const redis = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const KINDS = { read: { type: 'shared' }, permit: { type: 'permit', permits: BLOCK } };
+const KINDS = { read: { type: 'read' }, permit: { type: 'semaphore', permits: BLOCK } };
 
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * q)];
 
 /** One block: BLOCK leases of `kind` on fresh keys (a semaphore: BLOCK permits of one key). */
 async function block(build, probe, kind, tag) {
   const names = Array.from({ length: BLOCK }, (_, i) =>
-    kind.type === 'permit' ? `${tag}` : `${tag}:${i}`,
+    kind.type === 'semaphore' ? `${tag}` : `${tag}:${i}`,
   );
   const keys = names.map((name) => build.lockRedisKeys('cost:', name, kind));
   const tokens = keys.map(() => randomBytes(16).toString('hex'));

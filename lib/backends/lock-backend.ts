@@ -63,7 +63,7 @@ export interface LockBackend {
   /** Whether `acquireAll` can take these keys now (a Cluster: only keys of one slot). */
   canAcquireAll?(keys: readonly LockRedisKeys[]): boolean;
   /**
-   * Tries once, for the kind of lease `keys.kind` names (a reader's share: `'shared'`). Resolves
+   * Tries once, for the kind of lease `keys.kind` names (a reader's share: `'read'`). Resolves
    * the fence (> 0) when granted — a reader's is the counter as it stands — else -(ms until
    * another try is worth it: the holder's PTTL, or the readers').
    */

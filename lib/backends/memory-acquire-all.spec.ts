@@ -1,4 +1,4 @@
-import { SHARED } from '../keys/lease-kind';
+import { READ } from '../keys/lease-kind';
 import { lockRedisKeys } from '../keys/lock-keys';
 import { MemoryLockBackend } from './memory.backend';
 
@@ -35,7 +35,7 @@ describe('MemoryLockBackend.acquireAll (fake timers drive its clock)', () => {
   });
 
   it('counts live readers of a lock as busy, until their last share ends', async () => {
-    await backend.acquire(lockRedisKeys('lock:', 'b', SHARED), 'reader', 1_000);
+    await backend.acquire(lockRedisKeys('lock:', 'b', READ), 'reader', 1_000);
     jest.advanceTimersByTime(300);
     expect(await backend.acquireAll([a, b], ['t1', 't2'], 1_000)).toEqual({
       busy: 1,

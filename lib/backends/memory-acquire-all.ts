@@ -1,14 +1,14 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireAllReply } from './lock-backend';
 import type { MemoryKeyspace } from './memory-keyspace';
-import type { MemorySharedLeases } from '../kinds/read/memory-read';
+import type { MemoryReadLeases } from '../kinds/read/memory-read';
 
 /** Multi-key locks in memory, for `MemoryLockBackend`: the all-or-nothing grant of several. */
 export class MemoryAcquireAll {
   constructor(
     private readonly keys: MemoryKeyspace,
     /** Read-write locks: a lock its readers hold is busy. */
-    private readonly shared: MemorySharedLeases,
+    private readonly shared: MemoryReadLeases,
     /** Written into the holder record of each grant, as the option `instanceId`. */
     private readonly instanceId: string,
   ) {}

@@ -4,12 +4,12 @@ import { evictedOf, type EvictedLock } from './lock-eviction';
 import type { MemoryFairPermits } from '../kinds/semaphore/memory-fair-permits';
 import { rawInfoOf, type MemoryKeyspace } from './memory-keyspace';
 import type { MemoryPermits } from '../kinds/semaphore/memory-permits';
-import type { MemorySharedLeases } from '../kinds/read/memory-read';
+import type { MemoryReadLeases } from '../kinds/read/memory-read';
 
 /** What the in-memory backend keeps, for the operator's commands that read or clear it all. */
 export interface MemoryKinds {
   readonly space: MemoryKeyspace;
-  readonly shared: MemorySharedLeases;
+  readonly shared: MemoryReadLeases;
   readonly permits: MemoryPermits;
   readonly fairPermits: MemoryFairPermits;
   readonly publish: (channel: string, message: string) => void;

@@ -7,7 +7,7 @@ import type {
   FairLockBackend,
   RenewableLease,
 } from './lock-backend';
-import { MemorySharedLeases } from '../kinds/read/memory-read';
+import { MemoryReadLeases } from '../kinds/read/memory-read';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { heldKinds, type RawLockInfo } from './lock-info';
@@ -47,7 +47,7 @@ export interface MemoryLockBackendOptions {
  * -(holder's PTTL), the all-or-nothing grant of several locks (`acquireAll`), fair mode's queue
  * (waiter entries that lapse after `waiterTtl`, a free lock reserved for the head of the queue,
  * hand-off on release), read-write locks (readers' shares, writers waiting: see
- * MemorySharedLeases), semaphores (MemoryPermits; in fair mode MemoryFairPermits), the holder
+ * MemoryReadLeases), semaphores (MemoryPermits; in fair mode MemoryFairPermits), the holder
  * record of each grant, share and permit (instance id, and since on `Date.now()`: epoch ms as on
  * Redis, fake timers included) with its waiters' ids for inspection, listing of every kind
  * (`scan`, its cursor an index in name order), a forced release of every kind, and pub/sub: a
@@ -67,10 +67,10 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly hub = new MemoryPubSubHub();
   private closed = false;
   private readonly instanceId: string;
-  /** Semaphores: permit leases (`keys.kind.type === 'permit'`), as the permit scripts keep them. */
+  /** Semaphores: permit leases (`keys.kind.type === 'semaphore'`), as the permit scripts keep them. */
   private readonly permits: MemoryPermits;
   /** Read-write locks: the readers' shares and the writers waiting. */
-  private readonly shared: MemorySharedLeases;
+  private readonly shared: MemoryReadLeases;
   /** Fair mode of a semaphore's permits (the queue of a lock is in the keyspace). */
   private readonly fairPermits: MemoryFairPermits;
   /** Each kind's twin, looked up by a lease's kind (see `lib/kinds/`). */
@@ -88,14 +88,14 @@ export class MemoryLockBackend implements FairLockBackend {
     const id = this.instanceId;
     this.permits = new MemoryPermits(this.keys, publish, id);
     this.fairPermits = new MemoryFairPermits(this.keys, this.permits, publish, id);
-    this.shared = new MemorySharedLeases(this.keys, this.hub, id);
+    this.shared = new MemoryReadLeases(this.keys, this.hub, id);
     const command = <T>(body: () => T) => this.command(body);
     const exclusive = new MemoryExclusiveLeases(this.keys, this.shared, this.hub, id);
     const fair = new MemoryFairQueue(this.keys, this.shared, this.hub, id);
     this.leases = {
       exclusive: twinLeases(command, exclusive, fair),
-      shared: twinLeases(command, this.shared),
-      permit: twinLeases(command, this.permits, this.fairPermits),
+      read: twinLeases(command, this.shared),
+      semaphore: twinLeases(command, this.permits, this.fairPermits),
     };
     this.allOrNone = new MemoryAcquireAll(this.keys, this.shared, this.instanceId);
   }
@@ -207,7 +207,7 @@ export class MemoryLockBackend implements FairLockBackend {
 
   /** Fair mode: the queued waiters' tokens, first come first. */
   queued(keys: LockRedisKeys): string[] {
-    if (keys.kind.type === 'permit') return this.fairPermits.queued(keys);
+    if (keys.kind.type === 'semaphore') return this.fairPermits.queued(keys);
     return [...(this.keys.queue(keys)?.waiters.keys() ?? [])];
   }
 

@@ -86,8 +86,8 @@ export class RedisBackend implements FairLockBackend {
     this.read = new RedisReadLeases(context);
     this.kinds = {
       exclusive: new RedisExclusiveLeases(context),
-      shared: this.read,
-      permit: new RedisPermits(context),
+      read: this.read,
+      semaphore: new RedisPermits(context),
     };
     this.admin = new RedisAdmin(this.client, publishing);
     if (this.cluster)

@@ -8,7 +8,7 @@ describe('RedlockBackend and semaphores', () => {
     const acquire = jest.fn();
     const node = { acquire } as unknown as QuorumNode;
     const backend = new RedlockBackend([node, node, node], 100, 0.01, 10_000);
-    const keys = lockRedisKeys('p:', 'export', { type: 'permit', permits: 3 });
+    const keys = lockRedisKeys('p:', 'export', { type: 'semaphore', permits: 3 });
     const refused = backend.acquire(keys, 'token', 10_000);
     await expect(refused).rejects.toBeInstanceOf(RedisLockConfigError);
     await expect(refused).rejects.toThrow(/Semaphores \(`permits`\) need one Redis or a Cluster/);

@@ -49,9 +49,9 @@ export class RedlockBackend implements LockBackend {
 
   async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
     // No single server to count a semaphore's holders on: refused before any node is asked.
-    if (keys.kind.type === 'permit') throw new RedisLockConfigError(semaphoreMessages.redlock());
+    if (keys.kind.type === 'semaphore') throw new RedisLockConfigError(semaphoreMessages.redlock());
     // A reader's share would need a quorum of its own: refused (the service refuses it first).
-    if (keys.kind.type === 'shared') throw new RedisLockConfigError(readWriteMessages.redlock());
+    if (keys.kind.type === 'read') throw new RedisLockConfigError(readWriteMessages.redlock());
     const started = performance.now();
     const replies = await this.onEveryNode((node) => node.acquire(keys, token, ttl));
     const granted = replies.filter((grant): grant is NodeGrant => (grant?.reply ?? 0) > 0);

@@ -124,7 +124,7 @@ async function waitAfterFirstTry(
       Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow())),
       signal,
       tries.token,
-      keys.kind.type === 'shared',
+      keys.kind.type === 'read',
     );
   } catch (error) {
     context.waiting(-1);

@@ -27,7 +27,7 @@ export class LeaseReleaser {
         () => lock.validUntil,
       );
     const { fairBackend, notifier } = this;
-    if (lock.redisKeys.kind.type === 'shared') {
+    if (lock.redisKeys.kind.type === 'read') {
       // A reader's share: the release wakes the writers by its message when the last reader
       // leaves (none is due before: no local hand-off).
       return release(() => this.backend.release(lock.redisKeys, lock.token));

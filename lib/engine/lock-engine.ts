@@ -107,7 +107,7 @@ export class LockEngine implements LockOperations<HeldLock> {
    * Redis and a release hands the lock to the first in line.
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    const queues = (request.kind?.type ?? 'exclusive') !== 'shared';
+    const queues = (request.kind?.type ?? 'exclusive') !== 'read';
     const acquirer = queues ? (this.fair ?? this.plain) : this.plain;
     return this.calls.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
   }

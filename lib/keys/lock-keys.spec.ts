@@ -83,7 +83,7 @@ describe('lockKeyPattern and userKeyOf', () => {
     'tells every kind of lock of %p from the other names of its keys',
     (key) => {
       const exclusive = lockRedisKeys('lock:', key);
-      const semaphore = lockRedisKeys('lock:', key, { type: 'permit', permits: 2 });
+      const semaphore = lockRedisKeys('lock:', key, { type: 'semaphore', permits: 2 });
       const base = exclusive.lock;
       const named = [exclusive, semaphore].flatMap((keys) => [
         keys.lock,

@@ -2,8 +2,11 @@ import { LockKeyError } from '../errors/lock-key.error';
 import { messages } from '../errors/messages';
 import { EXCLUSIVE, type LeaseKind } from './lease-kind';
 
-/** What an operator sees a lock as: a mutex (or a writer), a read lock's readers, a semaphore. */
-export type LockKind = 'exclusive' | 'read' | 'semaphore';
+/**
+ * What an operator sees a lock as: a mutex (or a writer), a read lock's readers, a semaphore —
+ * the kinds of lease, by the same names.
+ */
+export type LockKind = LeaseKind['type'];
 
 /**
  * The name each kind of lock keeps its holders under, as a suffix after `<prefix>{<key>}`: the
@@ -135,9 +138,9 @@ export function kindKeysOf(base: string): Record<LockKind, LockRedisKeys> {
   const exclusive = new LockRedisKeys(base);
   return {
     exclusive,
-    read: new LockRedisKeys(base, { type: 'shared' }),
+    read: new LockRedisKeys(base, { type: 'read' }),
     semaphore: new LockRedisKeys(`${base}${LOCK_NAME_SUFFIXES.semaphore}`, {
-      type: 'permit',
+      type: 'semaphore',
       permits: 0,
     }),
   };
@@ -146,7 +149,7 @@ export function kindKeysOf(base: string): Record<LockKind, LockRedisKeys> {
 /** The exclusive lock name of the user key `keys` names (of any kind): `<prefix>{<key>}`. */
 export function baseLockOf(keys: LockRedisKeys): string {
   const suffix = LOCK_NAME_SUFFIXES.semaphore;
-  return keys.kind.type === 'permit' ? keys.lock.slice(0, -suffix.length) : keys.lock;
+  return keys.kind.type === 'semaphore' ? keys.lock.slice(0, -suffix.length) : keys.lock;
 }
 
 /** The user key of lock key `name` under `prefix` (the inverse of `lockRedisKeys`). */
@@ -170,7 +173,7 @@ export function lockRedisKeys(
   // A semaphore lives under names of its own: a mutex and a semaphore on one key are two locks,
   // and re-entrancy (which keys holds by `lock`) never mistakes one for the other.
   return new LockRedisKeys(
-    kind.type === 'permit' ? `${lock}${LOCK_NAME_SUFFIXES.semaphore}` : lock,
+    kind.type === 'semaphore' ? `${lock}${LOCK_NAME_SUFFIXES.semaphore}` : lock,
     kind,
   );
 }

@@ -66,7 +66,7 @@ function runningHold(
 
 /** A write under a read of the same chain would wait for itself: refused at once, re-entrant or not. */
 function refuseUpgrade(hold: Hold, key: string, options: { mode?: string }): void {
-  if (hold.lock.redisKeys.kind?.type === 'shared' && options.mode !== 'read') {
+  if (hold.lock.redisKeys.kind?.type === 'read' && options.mode !== 'read') {
     throw new LockUpgradeError(key);
   }
 }

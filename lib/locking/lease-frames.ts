@@ -26,7 +26,7 @@ export function frameKeyOf(
 export function assertSameLimit(hold: Hold, key: string, options: { permits?: number }): void {
   const kind = hold.lock.redisKeys.kind;
   const asked = options.permits;
-  if (kind?.type !== 'permit' || asked === undefined || kind.permits === asked) return;
+  if (kind?.type !== 'semaphore' || asked === undefined || kind.permits === asked) return;
   const message = semaphoreMessages.nestedLimitConflict(key, kind.permits, asked);
   throw new SemaphoreLimitConflictError(message, kind.permits, asked);
 }

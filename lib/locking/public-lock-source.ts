@@ -69,7 +69,7 @@ function adapt(double: PublicLockSource): ServiceLockSource {
   // names end the namespace with `\0` where a mutex's have `:`, so no key of one names the other.
   const engine = {
     keysOf: (key: string, kind?: LeaseKind) => ({
-      lock: kind?.type === 'permit' ? `${namespace.slice(0, -1)}\0${key}` : namespace + key,
+      lock: kind?.type === 'semaphore' ? `${namespace.slice(0, -1)}\0${key}` : namespace + key,
     }),
   };
   const adapter: ServiceLockSource = {

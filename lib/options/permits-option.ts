@@ -1,7 +1,7 @@
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { semaphoreMessages } from '../errors/semaphore-messages';
-import { SHARED, type LeaseKind } from '../keys/lease-kind';
+import { READ, type LeaseKind } from '../keys/lease-kind';
 
 /** Refuses a `permits` option that is not a whole number >= 1 (a semaphore of 0 admits nobody). */
 export function assertPermits(value: unknown): asserts value is number {
@@ -25,7 +25,7 @@ export function leaseKindOf(options: {
   readonly writerPriority?: unknown;
 }): LeaseKind | undefined {
   const { permits, mode } = options;
-  if (permits === undefined) return mode === 'read' ? SHARED : undefined;
+  if (permits === undefined) return mode === 'read' ? READ : undefined;
   assertPermits(permits);
   if (mode !== undefined) {
     const given = typeof mode === 'string' ? `mode: '${mode}'` : 'mode';
@@ -34,5 +34,5 @@ export function leaseKindOf(options: {
   if (options.writerPriority !== undefined) {
     throw new RedisLockConfigError(semaphoreMessages.notWithReadWrite('writerPriority'));
   }
-  return { type: 'permit', permits };
+  return { type: 'semaphore', permits };
 }

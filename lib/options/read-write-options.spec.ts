@@ -14,7 +14,7 @@ describe('readWriteRequest', () => {
       kind: { type: 'exclusive' },
       writerPriority: false,
     });
-    expect(readWriteRequest({ mode: 'read' }, plain).kind).toEqual({ type: 'shared' });
+    expect(readWriteRequest({ mode: 'read' }, plain).kind).toEqual({ type: 'read' });
   });
 
   it.each([

@@ -1,7 +1,7 @@
 import { messages } from '../errors/messages';
 import { readWriteMessages } from '../errors/read-write-messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { EXCLUSIVE, SHARED, type LeaseKind } from '../keys/lease-kind';
+import { EXCLUSIVE, READ, type LeaseKind } from '../keys/lease-kind';
 
 /**
  * How a read-write lock is held: `'read'` — a share, many readers at once, never beside a writer —
@@ -43,7 +43,7 @@ export function readWriteRequest(
   assertReadWriteOptions(options);
   if (options.mode === 'read') {
     if (module.redlock) throw new RedisLockConfigError(readWriteMessages.redlock());
-    return { kind: SHARED, writerPriority: module.writerPriority };
+    return { kind: READ, writerPriority: module.writerPriority };
   }
   const writerPriority = options.writerPriority ?? module.writerPriority;
   if (!writerPriority && module.fair) {

@@ -53,7 +53,7 @@ async function queuedAcquire(
  * never again: a waiter whose process died right after its try.
  */
 async function queueVanishedWaiter(key: string, token: string, lifetime: number): Promise<void> {
-  const keys = lockRedisKeys(prefix, key, { type: 'permit', permits: PERMITS });
+  const keys = lockRedisKeys(prefix, key, { type: 'semaphore', permits: PERMITS });
   const reply = await fairPermitAcquireScript.run(
     redis,
     [

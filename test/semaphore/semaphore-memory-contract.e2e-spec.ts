@@ -35,7 +35,7 @@ type Scenario = (run: Run) => Promise<void>;
 
 async function run(backend: LockBackend, name: string, scenario: Scenario) {
   const withLimit = (permits: number): LockRedisKeys =>
-    lockRedisKeys(shared.prefix, name, { type: 'permit', permits });
+    lockRedisKeys(shared.prefix, name, { type: 'semaphore', permits });
   const keys = withLimit(2);
   const log: Log = [];
   const heard: string[] = [];

@@ -118,7 +118,7 @@ describe('a grant re-sent after a connection reset', () => {
     'answers the re-sent grant with a fence of its own, not a later holder’s (%s)',
     async (name, create) => {
       const backend = create();
-      const keys = lockRedisKeys(prefix, `resent-${name}`, { type: 'permit', permits: 3 });
+      const keys = lockRedisKeys(prefix, `resent-${name}`, { type: 'semaphore', permits: 3 });
       try {
         const first = await backend.acquire(keys, 'a', 5_000); // its reply lost in a reset
         const other = await backend.acquire(keys, 'b', 5_000); // another holder, meanwhile

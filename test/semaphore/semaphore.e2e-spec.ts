@@ -281,7 +281,7 @@ describe('keys', () => {
   it('lets operators count, inspect and remove a semaphore’s permits through the backend', async () => {
     const locks = services.create({ ttl: 5_000 });
     const backend = new RedisBackend({ client: redis, owned: false }, 1_000, 1_000);
-    const keys = lockRedisKeys(prefix, 'admin', { type: 'permit', permits: 2 });
+    const keys = lockRedisKeys(prefix, 'admin', { type: 'semaphore', permits: 2 });
     expect(await backend.isLocked(keys)).toBe(false);
     const held = await locks.acquire('admin', { permits: 2 });
     expect(await backend.isLocked(keys)).toBe(true);

@@ -3,7 +3,7 @@ import type { MemoryKeyspace } from '../../backends/memory-keyspace';
 import type { MemoryPubSubHub } from '../../backends/memory-pubsub';
 import type { LockRedisKeys } from '../../keys/lock-keys';
 import type { MemoryKindTwin } from '../kind-leases';
-import type { MemorySharedLeases } from '../read/memory-read';
+import type { MemoryReadLeases } from '../read/memory-read';
 
 /**
  * Exclusive leases in memory, as the exclusive scripts keep them: a mutex, or a read-write lock's
@@ -14,7 +14,7 @@ export class MemoryExclusiveLeases implements MemoryKindTwin {
   constructor(
     private readonly keys: MemoryKeyspace,
     /** The readers' shares, which hold a writer back. */
-    private readonly shared: MemorySharedLeases,
+    private readonly shared: MemoryReadLeases,
     private readonly hub: MemoryPubSubHub,
     /** Written into the holder record of each grant, as the option `instanceId`. */
     private readonly instanceId: string,

@@ -3,7 +3,7 @@ import type { LockRedisKeys } from '../../keys/lock-keys';
 import type { FairAcquireReply } from '../../backends/lock-backend';
 import type { MemoryKeyspace } from '../../backends/memory-keyspace';
 import type { MemoryPubSubHub } from '../../backends/memory-pubsub';
-import type { MemorySharedLeases } from '../read/memory-read';
+import type { MemoryReadLeases } from '../read/memory-read';
 
 /**
  * Fair mode in memory, for `MemoryLockBackend`, as the fair scripts keep it: the queue of waiters
@@ -14,7 +14,7 @@ export class MemoryFairQueue implements MemoryFairTwin {
   constructor(
     private readonly keys: MemoryKeyspace,
     /** Read-write locks: a lock its readers hold is not free for the head of the queue. */
-    private readonly shared: MemorySharedLeases,
+    private readonly shared: MemoryReadLeases,
     private readonly hub: MemoryPubSubHub,
     /** Written into the holder record of each grant, as the option `instanceId`. */
     private readonly instanceId: string,

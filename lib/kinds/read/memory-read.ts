@@ -19,7 +19,7 @@ interface Deadlines {
  * long as its latest entry. An entry lapses in the millisecond its deadline is reached, as the
  * scripts' `ZREMRANGEBYSCORE -inf now` drops it.
  */
-export class MemorySharedLeases implements MemoryKindTwin {
+export class MemoryReadLeases implements MemoryKindTwin {
   private readonly readers = new Map<string, Deadlines>();
   private readonly writers = new Map<string, Deadlines>();
 

@@ -7,7 +7,7 @@ const flush = async (): Promise<void> => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
 
-const keys = lockRedisKeys('lock:', 'k', { type: 'permit', permits: 2 });
+const keys = lockRedisKeys('lock:', 'k', { type: 'semaphore', permits: 2 });
 
 describe('MemoryLockBackend: fair semaphores (fake timers drive its clock)', () => {
   let backend: MemoryLockBackend;
@@ -78,7 +78,7 @@ describe('MemoryLockBackend: fair semaphores (fake timers drive its clock)', () 
   });
 
   it('passes over lapsed entries and those asking for another limit when it hands places on', async () => {
-    const three = lockRedisKeys('lock:', 'k', { type: 'permit', permits: 3 });
+    const three = lockRedisKeys('lock:', 'k', { type: 'semaphore', permits: 3 });
     await fair('a');
     await fair('b');
     await fair('lapsing', { waiterTtl: 50 });
@@ -93,7 +93,7 @@ describe('MemoryLockBackend: fair semaphores (fake timers drive its clock)', () 
   });
 
   it('takes the limit from the first live waiter when no holder is left, for newcomers and hand-offs', async () => {
-    const three = lockRedisKeys('lock:', 'k', { type: 'permit', permits: 3 });
+    const three = lockRedisKeys('lock:', 'k', { type: 'semaphore', permits: 3 });
     await fair('a', { ttl: 100 });
     await fair('b', { ttl: 100 });
     for (const waiter of ['w1', 'w2', 'w3']) await fair(waiter); // limit 2, entries until 300

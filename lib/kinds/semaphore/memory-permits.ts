@@ -1,6 +1,6 @@
 import type { MemoryKindTwin } from '../kind-leases';
 import { limitConflict } from './limit-conflict';
-import type { PermitLease } from '../../keys/lease-kind';
+import type { SemaphoreLease } from '../../keys/lease-kind';
 import type { LockRedisKeys } from '../../keys/lock-keys';
 import type { LockHolderInfo, RawHolders, RawLockInfo } from '../../backends/lock-info';
 import type { MemoryKeyspace } from '../../backends/memory-keyspace';
@@ -33,7 +33,7 @@ export class MemoryPermits implements MemoryKindTwin {
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): number {
     const held = this.held(keys);
-    const { permits } = keys.kind as PermitLease;
+    const { permits } = keys.kind as SemaphoreLease;
     // A re-sent grant keeps its place and gets a fence of its own, as in the Redis script.
     if (held && held.permits.size >= permits && !held.permits.has(token)) {
       return -this.soonestEnd(held);
@@ -46,7 +46,7 @@ export class MemoryPermits implements MemoryKindTwin {
    * refuses a lease naming another limit than the holders', as every permit script does first.
    */
   held(keys: LockRedisKeys): Semaphore | undefined {
-    if (keys.kind.type !== 'permit') throw new Error('not a permit lease');
+    if (keys.kind.type !== 'semaphore') throw new Error('not a permit lease');
     const held = this.live(keys);
     const { permits } = keys.kind;
     if (held && held.limit !== permits) {
@@ -64,7 +64,7 @@ export class MemoryPermits implements MemoryKindTwin {
     keys: LockRedisKeys,
     token: string,
     ttl: number,
-    limit = (keys.kind as PermitLease).permits,
+    limit = (keys.kind as SemaphoreLease).permits,
     instanceId: string | undefined = this.instanceId,
   ): number {
     if (!Number.isInteger(ttl) || ttl <= 0) throw notWholeMs();

@@ -11,7 +11,7 @@ import { RedisFairPermits } from './redis-fair-permits';
 
 /**
  * Semaphore permits on one Redis or a Cluster: one Lua script per command on the keys of a permit
- * lease (`keys.kind.type === 'permit'`). Each permit is its own member of the sorted set at
+ * lease (`keys.kind.type === 'semaphore'`). Each permit is its own member of the sorted set at
  * `keys.lock`, with its own token and lease end, so the watchdog renews it like any lease.
  */
 export class RedisPermits implements KindLeases {
