@@ -157,7 +157,10 @@ async function runS1(url: string): Promise<Results['s1']> {
   for (const c of UNCONTENDED) {
     const rt = await s1RoundTrips(c, url);
     out[c.id] = { runs: runs[c.id], median: combine(runs[c.id]), roundTrips: rt };
-    log(`S1 round trips ${label(c)}: ${rt.perOp.toFixed(2)} ${JSON.stringify(rt.byCommand)}`);
+    log(
+      `S1 commands ${label(c)}: sent ${rt.perOp.toFixed(2)} ${JSON.stringify(rt.byCommand)}, ` +
+        `in Lua ${rt.luaPerOp?.toFixed(2)} ${JSON.stringify(rt.luaByCommand)}`,
+    );
   }
   return out;
 }

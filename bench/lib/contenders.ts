@@ -114,6 +114,138 @@ function rawReference(pollMs: number): Contender {
   };
 }
 
+// --- fenced floor: the same guarantees as ours, written by hand ------------------------------
+
+/**
+ * Acquire: `SET NX PX`, then the fence counter (same hash slot) counts up and lives a day past the
+ * lease. Busy: the lock's remaining lease, so a waiter knows when to look again without a message.
+ */
+const FENCED_ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local fence = redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return {1, fence}
+end
+return {0, redis.call('PTTL', KEYS[1])}`;
+/** Release: compare-and-delete, and the wake-up message on `<key>:released` (ours' channel). */
+const FENCED_RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[1] .. ':released', ARGV[1])
+  return 1
+end
+return 0`;
+/** How long a fence counter outlives its lease, so that fences count up across holders. */
+const FENCE_RETENTION_MS = 86_400_000;
+
+type FencedClient = Redis & {
+  benchFencedAcquire(
+    lockKey: string,
+    fenceKey: string,
+    value: string,
+    ttl: number,
+    fenceTtl: number,
+  ): Promise<[granted: 0 | 1, fenceOrPttl: number]>;
+  benchFencedRelease(lockKey: string, value: string): Promise<0 | 1>;
+};
+
+/**
+ * The floor a lock with our guarantees cannot go below: one EVALSHA to acquire (lock, fence,
+ * holder identity in the value), one to release (compare-and-delete, wake-up message), and
+ * waiters woken by that message, with the lease's end as the fallback.
+ */
+function fencedFloor(): Contender {
+  return {
+    id: 'fenced',
+    library: 'fenced floor (hand-written)',
+    variant: 'reference',
+    settings:
+      `acquire: one EVALSHA (SET key "token:instance:since" NX PX ${TTL}, INCR key:fence, PEXPIRE key:fence ${TTL} + ${FENCE_RETENTION_MS}; ` +
+      `busy → PTTL); release: one EVALSHA (GET = value → DEL, PUBLISH key:released); ` +
+      `waiters SUBSCRIBE key:released before they try, and retry on the message or when the lease ends`,
+    async open(url) {
+      const client = connect(url) as FencedClient;
+      const subscriber = connect(url);
+      client.defineCommand('benchFencedAcquire', { numberOfKeys: 2, lua: FENCED_ACQUIRE });
+      client.defineCommand('benchFencedRelease', { numberOfKeys: 1, lua: FENCED_RELEASE });
+      const instance = randomUUID();
+      /** Per channel while someone waits on it: the wake-up callbacks, and the SUBSCRIBE reply. */
+      const waiting = new Map<string, { wakes: Set<() => void>; subscribed: Promise<unknown> }>();
+      subscriber.on('message', (channel: string) => {
+        for (const wake of waiting.get(channel)?.wakes ?? []) wake();
+      });
+      await Promise.all([ready(client), ready(subscriber)]);
+      await client.benchFencedRelease('bench:fenced:warmup', 'x');
+
+      /** Resolves on the next wake-up message in `wakes`, or after `ms`. */
+      const wakeUp = (wakes: Set<() => void>, ms: number): Promise<void> =>
+        new Promise((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            wakes.delete(done);
+            resolve();
+          };
+          const timer = setTimeout(done, ms);
+          wakes.add(done);
+        });
+
+      return {
+        async acquire(key) {
+          const lockKey = `bench:fenced:{${key}}`;
+          const fenceKey = `${lockKey}:fence`;
+          const channel = `${lockKey}:released`;
+          const token = randomUUID();
+          const fenceTtl = TTL + FENCE_RETENTION_MS;
+          /** One try; the value names the holder: token, instance, since (ms). */
+          const attempt = async (): Promise<{ held?: Held; pttl: number }> => {
+            const value = `${token}:${instance}:${Date.now()}`;
+            const [granted, fenceOrPttl] = await client.benchFencedAcquire(
+              lockKey,
+              fenceKey,
+              value,
+              TTL,
+              fenceTtl,
+            );
+            return granted === 1
+              ? { held: { release: () => client.benchFencedRelease(lockKey, value) }, pttl: 0 }
+              : { pttl: fenceOrPttl };
+          };
+          // The uncontended path: one round trip, no subscription.
+          let tried = await attempt();
+          if (tried.held) return tried.held;
+          // Subscribe before the next try, so a release between the try and the wait still wakes us.
+          const deadline = performance.now() + WAIT;
+          let entry = waiting.get(channel);
+          if (!entry) {
+            entry = { wakes: new Set(), subscribed: subscriber.subscribe(channel) };
+            waiting.set(channel, entry);
+          }
+          const { wakes } = entry;
+          const member = (): void => undefined;
+          wakes.add(member);
+          try {
+            await entry.subscribed;
+            for (;;) {
+              tried = await attempt();
+              if (tried.held) return tried.held;
+              const left = deadline - performance.now();
+              if (left <= 0) throw new Error('fenced: wait budget exhausted');
+              await wakeUp(wakes, Math.min(left, Math.max(1, tried.pttl)));
+            }
+          } finally {
+            wakes.delete(member);
+            if (wakes.size === 0 && waiting.get(channel) === entry) {
+              waiting.delete(channel);
+              void subscriber.unsubscribe(channel).catch(() => undefined);
+            }
+          }
+        },
+        close: async () => {
+          await Promise.all([client.quit(), subscriber.quit()]);
+        },
+      };
+    },
+  };
+}
+
 // --- node-redlock v5 API (two packages) --------------------------------------------------
 
 type RedlockLike = {
@@ -232,6 +364,7 @@ export const CONTENDERS: Contender[] = [
   oursContender(false),
   oursContender(true),
   rawReference(5),
+  fencedFloor(),
   redlockContender(
     'sesame-redlock',
     '@sesamecare-oss/redlock',
