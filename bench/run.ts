@@ -22,11 +22,14 @@
  *   BENCH_OUT=path/stem   where to write <stem>.json/.md/-s3p-wait.svg (default bench/results/latest)
  *   BENCH_DUMP_DIR=dir    keep the raw S3 hold records of every run there
  *   BENCH_REDIS_URL=...   use an existing Redis instead (its stats are only read, never reset)
+ *   BENCH_BASELINE=path   the published results JSON whose read-lock and permit figures this run
+ *                         must reach (default bench/results/latest.json, read before it is rewritten)
  */
 import { fork, execSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem, tmpdir, type as osType } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { readBaseline } from './lib/baseline';
 import { CONTENDERS as ALL_CONTENDERS, label, type Contender } from './lib/contenders';
 import {
   analyze,
@@ -295,7 +298,10 @@ async function runS5(url: string): Promise<Results['s5']> {
     const m = await s5Once(url, config.s5Sequential, config.s5Concurrent);
     runs.push(m);
     log(
-      `S5 rep ${rep + 1}: @Locked +${m.seqOverFloorP50Us.toFixed(0)} µs over the floor route ` +
+      `S5 rep ${rep + 1}: @Locked CPU ${m.seqLockedVsWithLockCpu.toFixed(2)}× the withLock route's ` +
+        `(16 concurrent ${m.concLockedVsWithLockCpu.toFixed(2)}×), req/s at 16 concurrent ` +
+        `${m.concLockedVsWithLock.toFixed(2)}× the withLock route's; ` +
+        `+${m.seqOverFloorP50Us.toFixed(0)} µs over the floor route ` +
         `(${m.seqOverFloorHandlerRtt.toFixed(2)} handler RTT of ${m.handlerRttUs.toFixed(0)} µs), ` +
         `+${(m.seqLockedCpuUs - m.seqFloorCpuUs).toFixed(0)} CPU µs/request; 16 concurrent ` +
         `${m.concLockedRps.toFixed(0)} vs ${m.concFloorRps.toFixed(0)} req/s (${m.concLockedVsFloor.toFixed(2)}×, ` +
@@ -406,6 +412,11 @@ async function main(): Promise<void> {
     })),
   };
 
+  const baselinePath = process.env.BENCH_BASELINE ?? join(__dirname, 'results/latest.json');
+  results.baseline = readBaseline(baselinePath, root);
+  if (results.baseline)
+    log(`judging read locks and permits against ${baselinePath} (${results.baseline.date})`);
+
   try {
     redis = await startBenchRedis();
     results.meta.redis = redis.version;
@@ -437,6 +448,7 @@ async function main(): Promise<void> {
         ops: env('BENCH_MK_OPS', 2_000),
         parallelMs: env('BENCH_MK_MS', 2_000),
         loops: 64,
+        reps: config.reps,
       };
       results.multiKey = await runMultiKey(url, mk, log);
     }

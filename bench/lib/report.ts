@@ -1,3 +1,4 @@
+import type { Baseline } from './baseline';
 import { waitChartSvg, type ChartPanel } from './chart';
 import type { ContendedMetrics } from './contended';
 import type { S5Metrics } from './decorator';
@@ -55,6 +56,8 @@ export interface Results {
   sem?: SemaphoreResults;
   multiKey?: MultiKeyResult;
   rw?: ReadLockResult;
+  /** The published run whose read-lock and permit figures this one is judged against. */
+  baseline?: Baseline;
 }
 
 export interface BarRow {

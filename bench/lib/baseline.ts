@@ -1,0 +1,42 @@
+/**
+ * The published figures a run is judged against where the issue asks for "at least the current
+ * figures" (read locks, semaphore permits): read from a published results JSON before this run
+ * overwrites it, and kept in the new results, so the report says which run they came from.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { relative } from 'node:path';
+import type { ReadLockResult } from './read-lock';
+import type { SemaphoreResults } from './semaphore';
+
+export interface Baseline {
+  /** Where the figures were read from, relative to the repository. */
+  source: string;
+  /** The published run's date, commit and machine. */
+  date: string;
+  commit: string;
+  cpu: string;
+  /** RW: 16 loops on one key in `mode: 'read'`, ops/s (median). */
+  readOpsPerSec?: number;
+  /** SEM: ours with `permits: 3`, 16 loops on one key, ops/s (median). */
+  permitsOpsPerSec?: number;
+}
+
+interface Published {
+  meta: { date: string; commit: string; cpu: string };
+  rw?: ReadLockResult;
+  sem?: SemaphoreResults;
+}
+
+/** The figures of the run at `path`, or undefined when there is no such file. */
+export function readBaseline(path: string, root: string): Baseline | undefined {
+  if (!existsSync(path)) return undefined;
+  const published = JSON.parse(readFileSync(path, 'utf8')) as Published;
+  return {
+    source: relative(root, path),
+    date: published.meta.date,
+    commit: published.meta.commit,
+    cpu: published.meta.cpu,
+    readOpsPerSec: published.rw?.read.opsPerSec,
+    permitsOpsPerSec: published.sem?.ours?.median.opsPerSec,
+  };
+}
