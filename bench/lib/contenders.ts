@@ -167,10 +167,19 @@ function fencedFloor(): Contender {
       client.defineCommand('benchFencedAcquire', { numberOfKeys: 2, lua: FENCED_ACQUIRE });
       client.defineCommand('benchFencedRelease', { numberOfKeys: 1, lua: FENCED_RELEASE });
       const instance = randomUUID();
-      /** Per channel while someone waits on it: the wake-up callbacks, and the SUBSCRIBE reply. */
-      const waiting = new Map<string, { wakes: Set<() => void>; subscribed: Promise<unknown> }>();
+      /**
+       * Per channel while someone waits on it: the wake-up callbacks, the SUBSCRIBE reply, and how
+       * many messages came (a message can arrive before the busy reply of the try it follows).
+       */
+      const waiting = new Map<
+        string,
+        { wakes: Set<() => void>; subscribed: Promise<unknown>; messages: number }
+      >();
       subscriber.on('message', (channel: string) => {
-        for (const wake of waiting.get(channel)?.wakes ?? []) wake();
+        const entry = waiting.get(channel);
+        if (!entry) return;
+        entry.messages++;
+        for (const wake of entry.wakes) wake();
       });
       await Promise.all([ready(client), ready(subscriber)]);
       await client.benchFencedRelease('bench:fenced:warmup', 'x');
@@ -215,7 +224,7 @@ function fencedFloor(): Contender {
           const deadline = performance.now() + WAIT;
           let entry = waiting.get(channel);
           if (!entry) {
-            entry = { wakes: new Set(), subscribed: subscriber.subscribe(channel) };
+            entry = { wakes: new Set(), subscribed: subscriber.subscribe(channel), messages: 0 };
             waiting.set(channel, entry);
           }
           const { wakes } = entry;
@@ -224,10 +233,13 @@ function fencedFloor(): Contender {
           try {
             await entry.subscribed;
             for (;;) {
+              const seen = entry.messages;
               tried = await attempt();
               if (tried.held) return tried.held;
               const left = deadline - performance.now();
               if (left <= 0) throw new Error('fenced: wait budget exhausted');
+              // A release came while the try was on its way: try again rather than wait for the next.
+              if (entry.messages !== seen) continue;
               await wakeUp(wakes, Math.min(left, Math.max(1, tried.pttl)));
             }
           } finally {
