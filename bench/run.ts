@@ -79,6 +79,7 @@ const config = {
   s6Held: env('BENCH_S6_HELD', 10_000),
   s6TtlMs: env('BENCH_S6_TTL', 900),
   s6Waiters: env('BENCH_S6_WAITERS', 1_000),
+  semMs: env('BENCH_SEM_MS', 2_000),
 };
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim().toLowerCase());
 const pick = process.env.BENCH_CONTENDERS?.split(',').map((s) => s.trim());

@@ -15,14 +15,16 @@ export interface Baseline {
   date: string;
   commit: string;
   cpu: string;
-  /** RW: 16 loops on one key in `mode: 'read'`, ops/s (median). */
+  /** RW: 16 loops on one key in `mode: 'read'`, ops/s (median), and how long each run lasted. */
   readOpsPerSec?: number;
-  /** SEM: ours with `permits: 3`, 16 loops on one key, ops/s (median). */
+  readMs?: number;
+  /** SEM: ours with `permits: 3`, 16 loops on one key, ops/s (median), and the run's length. */
   permitsOpsPerSec?: number;
+  permitsMs?: number;
 }
 
 interface Published {
-  meta: { date: string; commit: string; cpu: string };
+  meta: { date: string; commit: string; cpu: string; config: Record<string, number> };
   rw?: ReadLockResult;
   sem?: SemaphoreResults;
 }
@@ -37,6 +39,9 @@ export function readBaseline(path: string, root: string): Baseline | undefined {
     commit: published.meta.commit,
     cpu: published.meta.cpu,
     readOpsPerSec: published.rw?.read.opsPerSec,
+    readMs: published.rw?.ms,
     permitsOpsPerSec: published.sem?.ours?.median.opsPerSec,
+    // SEM's length was not recorded before it became a setting; it was 2 s then.
+    permitsMs: published.meta.config.semMs ?? 2_000,
   };
 }
