@@ -84,6 +84,8 @@ const config = {
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim().toLowerCase());
 const pick = process.env.BENCH_CONTENDERS?.split(',').map((s) => s.trim());
 const CONTENDERS = pick ? ALL_CONTENDERS.filter((c) => pick.includes(c.id)) : ALL_CONTENDERS;
+/** Contended scenarios: mutexes only (readers and permit holders share a key by design). */
+const CONTENDED = CONTENDERS.filter((c) => c.variant !== 'kind');
 const wants = (scenario: string): boolean => !only || only.includes(scenario);
 
 const root = join(__dirname, '..');
@@ -91,7 +93,8 @@ const log = (message: string): void => void process.stderr.write(`[bench] ${mess
 
 /**
  * Uncontended scenarios: retry settings do not matter there, so peers run at defaults only. Ours
- * runs in fair mode too: what fair mode costs when nobody waits is a figure of its own.
+ * runs in fair mode too: what fair mode costs when nobody waits is a figure of its own; and as a
+ * read lock and a permit, for those kinds' S1/S2 figures.
  */
 const UNCONTENDED = CONTENDERS.filter((c) => c.variant !== 'tuned' || c.id === 'ours:fair');
 
@@ -257,7 +260,7 @@ async function runS3(url: string, workers: WorkerProcess[]): Promise<Results['s3
   for (let rep = 0; rep < config.reps; rep++) {
     for (const pause of [config.pauseMs, 0]) {
       for (const mode of ['procs', 'inproc'] as Mode[]) {
-        for (const c of rotate(CONTENDERS, rep)) {
+        for (const c of rotate(CONTENDED, rep)) {
           const { metrics, errors } =
             mode === 'inproc'
               ? await s3InProcess(c, url, pause)

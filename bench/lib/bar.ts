@@ -290,6 +290,32 @@ function kindRows(r: Results, judged: (pass: boolean) => boolean | null): BarRow
         [r.rw.ms, base.readMs],
       ),
     );
+  // S1/S2 of the kinds: judged once a published run has them, reported next to the mutex before.
+  for (const [id, name] of [
+    ['ours:read', "Read locks: mode: 'read'"],
+    ['ours:permits', 'Semaphore permits: permits: 3'],
+  ] as const) {
+    for (const [scenario, cells, key] of [
+      ['S1 sequential', r.s1, 's1'],
+      ['S2 64-parallel', r.s2, 's2'],
+    ] as const) {
+      const cell = cells?.[id];
+      if (!cell) continue;
+      const published = base.kinds?.[id]?.[key];
+      const vsMutex = cells.ours
+        ? `; ${times(cell.median.opsPerSec / cells.ours.median.opsPerSec)} the mutex's`
+        : '';
+      if (published)
+        rows.push(row(`${name}, ${scenario}`, cell.median.opsPerSec, ops(cell), published, [0, 0]));
+      else
+        rows.push({
+          criterion: `${name}, ${scenario}`,
+          bar: '≥ 1.00× the published figure',
+          measured: `${n0(cell.median.opsPerSec)} ops/s${vsMutex}; the published run (${run}) has no figure to compare with yet`,
+          pass: null,
+        });
+    }
+  }
   const permits = r.sem?.ours;
   if (permits && base.permitsOpsPerSec)
     rows.push(

@@ -21,10 +21,14 @@ export interface Baseline {
   /** SEM: ours with `permits: 3`, 16 loops on one key, ops/s (median), and the run's length. */
   permitsOpsPerSec?: number;
   permitsMs?: number;
+  /** S1 and S2 ops/s (medians) of ours as a read lock and as a permit, once a run has them. */
+  kinds?: Partial<Record<'ours:read' | 'ours:permits', { s1?: number; s2?: number }>>;
 }
 
 interface Published {
   meta: { date: string; commit: string; cpu: string; config: Record<string, number> };
+  s1?: Record<string, { median: { opsPerSec: number } }>;
+  s2?: Record<string, { median: { opsPerSec: number } }>;
   rw?: ReadLockResult;
   sem?: SemaphoreResults;
 }
@@ -43,5 +47,11 @@ export function readBaseline(path: string, root: string): Baseline | undefined {
     permitsOpsPerSec: published.sem?.ours?.median.opsPerSec,
     // SEM's length was not recorded before it became a setting; it was 2 s then.
     permitsMs: published.meta.config.semMs ?? 2_000,
+    kinds: Object.fromEntries(
+      (['ours:read', 'ours:permits'] as const).map((id) => [
+        id,
+        { s1: published.s1?.[id]?.median.opsPerSec, s2: published.s2?.[id]?.median.opsPerSec },
+      ]),
+    ),
   };
 }

@@ -21,7 +21,8 @@ export interface Session {
   close(): Promise<void>;
 }
 
-export type Variant = 'defaults' | 'tuned' | 'reference';
+/** `kind`: ours holding another kind of lock than the mutex; uncontended scenarios only. */
+export type Variant = 'defaults' | 'tuned' | 'reference' | 'kind';
 
 export interface Contender {
   /** Stable id, used in JSON and to pick the contender in worker processes. */
@@ -70,6 +71,29 @@ function oursContender(fair: boolean): Contender {
       await (await locks.acquire(`warmup:${randomUUID()}`)).release();
       return {
         acquire: (key) => locks.acquire(key, { wait: WAIT }),
+        close: () => locks.close(),
+      };
+    },
+  };
+}
+
+/**
+ * Ours taking a read lock or one of 3 permits of a fresh key: their S1/S2 figures beside the
+ * mutex's. Never contended: readers and permit holders share a key, which S3 would count as
+ * violations.
+ */
+function oursKindContender(kind: 'read' | 'permits'): Contender {
+  const options = kind === 'read' ? { mode: 'read' as const } : { permits: 3 };
+  return {
+    id: `ours:${kind}`,
+    library: 'nestjs-redis-lock',
+    variant: 'kind',
+    settings: `new LockService({ redis, prefix }); acquire(key, { ${kind === 'read' ? "mode: 'read'" : 'permits: 3'}, wait: ${WAIT} })`,
+    async open(url) {
+      const locks = new LockService({ redis: url, prefix: `bench:ours-${kind}:` });
+      await (await locks.acquire(`warmup:${randomUUID()}`, options)).release();
+      return {
+        acquire: (key) => locks.acquire(key, { ...options, wait: WAIT }),
         close: () => locks.close(),
       };
     },
@@ -375,6 +399,8 @@ function universalContender(variant: Variant, tuning: UniversalTuning | undefine
 export const CONTENDERS: Contender[] = [
   oursContender(false),
   oursContender(true),
+  oursKindContender('read'),
+  oursKindContender('permits'),
   rawReference(5),
   fencedFloor(),
   redlockContender(
@@ -424,5 +450,7 @@ export function contenderById(id: string): Contender {
 /** Label used in tables. */
 export function label(c: Contender): string {
   if (c.id === 'ours:fair') return `${c.library} (fair: true)`;
+  if (c.id === 'ours:read') return `${c.library} (mode: 'read')`;
+  if (c.id === 'ours:permits') return `${c.library} (permits: 3)`;
   return c.variant === 'reference' ? c.library : `${c.library} (${c.variant})`;
 }

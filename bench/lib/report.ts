@@ -135,6 +135,8 @@ export function summaryTable(r: Results): string | undefined {
     const ratios = (value: number, raw?: number, fenced?: number): string =>
       `${n0(value)} (${vs(value, raw)}${fenced === undefined ? '' : ` · ${vs(value, fenced)}`})`;
     const m = p5?.[x.id]?.median;
+    // Libraries that S3 did not run (ours as a read lock or a permit) have no S3 figures.
+    const inS3 = Object.values(r.s3?.procs ?? {}).some((byId) => byId[x.id]);
     let over = 0;
     for (const byId of Object.values(r.s3?.procs ?? {}))
       over += byId[x.id]?.median.waitsOver1s ?? 0;
@@ -149,8 +151,8 @@ export function summaryTable(r: Results): string | undefined {
       m ? ms(m.gapP50) : '—',
       m ? ms(m.waitP99) : '—',
       m ? ms(m.waitMax) : '—',
-      r.s3?.procs ? n0(over) : '—',
-      r.s3 ? n0(violations) : '—',
+      inS3 ? n0(over) : '—',
+      inS3 ? n0(violations) : '—',
     ];
   });
   const against = r.s1?.fenced || r.s2?.fenced ? 'vs raw · vs fenced' : 'vs raw';
