@@ -22,11 +22,14 @@
  *   BENCH_OUT=path/stem   where to write <stem>.json/.md/-s3p-wait.svg (default bench/results/latest)
  *   BENCH_DUMP_DIR=dir    keep the raw S3 hold records of every run there
  *   BENCH_REDIS_URL=...   use an existing Redis instead (its stats are only read, never reset)
+ *   BENCH_BASELINE=path   the published results JSON whose read-lock and permit figures this run
+ *                         must reach (default bench/results/latest.json, read before it is rewritten)
  */
 import { fork, execSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem, tmpdir, type as osType } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { readBaseline } from './lib/baseline';
 import { CONTENDERS as ALL_CONTENDERS, label, type Contender } from './lib/contenders';
 import {
   analyze,
@@ -76,10 +79,13 @@ const config = {
   s6Held: env('BENCH_S6_HELD', 10_000),
   s6TtlMs: env('BENCH_S6_TTL', 900),
   s6Waiters: env('BENCH_S6_WAITERS', 1_000),
+  semMs: env('BENCH_SEM_MS', 2_000),
 };
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim().toLowerCase());
 const pick = process.env.BENCH_CONTENDERS?.split(',').map((s) => s.trim());
 const CONTENDERS = pick ? ALL_CONTENDERS.filter((c) => pick.includes(c.id)) : ALL_CONTENDERS;
+/** Contended scenarios: mutexes only (readers and permit holders share a key by design). */
+const CONTENDED = CONTENDERS.filter((c) => c.variant !== 'kind');
 const wants = (scenario: string): boolean => !only || only.includes(scenario);
 
 const root = join(__dirname, '..');
@@ -87,7 +93,8 @@ const log = (message: string): void => void process.stderr.write(`[bench] ${mess
 
 /**
  * Uncontended scenarios: retry settings do not matter there, so peers run at defaults only. Ours
- * runs in fair mode too: what fair mode costs when nobody waits is a figure of its own.
+ * runs in fair mode too: what fair mode costs when nobody waits is a figure of its own; and as a
+ * read lock and a permit, for those kinds' S1/S2 figures.
  */
 const UNCONTENDED = CONTENDERS.filter((c) => c.variant !== 'tuned' || c.id === 'ours:fair');
 
@@ -157,7 +164,10 @@ async function runS1(url: string): Promise<Results['s1']> {
   for (const c of UNCONTENDED) {
     const rt = await s1RoundTrips(c, url);
     out[c.id] = { runs: runs[c.id], median: combine(runs[c.id]), roundTrips: rt };
-    log(`S1 round trips ${label(c)}: ${rt.perOp.toFixed(2)} ${JSON.stringify(rt.byCommand)}`);
+    log(
+      `S1 commands ${label(c)}: sent ${rt.perOp.toFixed(2)} ${JSON.stringify(rt.byCommand)}, ` +
+        `in Lua ${rt.luaPerOp?.toFixed(2)} ${JSON.stringify(rt.luaByCommand)}`,
+    );
   }
   return out;
 }
@@ -250,7 +260,7 @@ async function runS3(url: string, workers: WorkerProcess[]): Promise<Results['s3
   for (let rep = 0; rep < config.reps; rep++) {
     for (const pause of [config.pauseMs, 0]) {
       for (const mode of ['procs', 'inproc'] as Mode[]) {
-        for (const c of rotate(CONTENDERS, rep)) {
+        for (const c of rotate(CONTENDED, rep)) {
           const { metrics, errors } =
             mode === 'inproc'
               ? await s3InProcess(c, url, pause)
@@ -292,7 +302,10 @@ async function runS5(url: string): Promise<Results['s5']> {
     const m = await s5Once(url, config.s5Sequential, config.s5Concurrent);
     runs.push(m);
     log(
-      `S5 rep ${rep + 1}: @Locked +${m.seqOverFloorP50Us.toFixed(0)} µs over the floor route ` +
+      `S5 rep ${rep + 1}: @Locked CPU ${m.seqLockedVsWithLockCpu.toFixed(2)}× the withLock route's ` +
+        `(16 concurrent ${m.concLockedVsWithLockCpu.toFixed(2)}×), req/s at 16 concurrent ` +
+        `${m.concLockedVsWithLock.toFixed(2)}× the withLock route's; ` +
+        `+${m.seqOverFloorP50Us.toFixed(0)} µs over the floor route ` +
         `(${m.seqOverFloorHandlerRtt.toFixed(2)} handler RTT of ${m.handlerRttUs.toFixed(0)} µs), ` +
         `+${(m.seqLockedCpuUs - m.seqFloorCpuUs).toFixed(0)} CPU µs/request; 16 concurrent ` +
         `${m.concLockedRps.toFixed(0)} vs ${m.concFloorRps.toFixed(0)} req/s (${m.concLockedVsFloor.toFixed(2)}×, ` +
@@ -403,6 +416,11 @@ async function main(): Promise<void> {
     })),
   };
 
+  const baselinePath = process.env.BENCH_BASELINE ?? join(__dirname, 'results/latest.json');
+  results.baseline = readBaseline(baselinePath, root);
+  if (results.baseline)
+    log(`judging read locks and permits against ${baselinePath} (${results.baseline.date})`);
+
   try {
     redis = await startBenchRedis();
     results.meta.redis = redis.version;
@@ -434,6 +452,7 @@ async function main(): Promise<void> {
         ops: env('BENCH_MK_OPS', 2_000),
         parallelMs: env('BENCH_MK_MS', 2_000),
         loops: 64,
+        reps: config.reps,
       };
       results.multiKey = await runMultiKey(url, mk, log);
     }

@@ -5,18 +5,23 @@ export interface CommandCount {
   /** Commands clients sent (round trips, for sequential code); script-internal calls excluded. */
   total: number;
   byCommand: Record<string, number>;
+  /** Commands the server ran inside Lua scripts (MONITOR's `[0 lua]` source), all scripts. */
+  luaTotal: number;
+  luaByCommand: Record<string, number>;
 }
 
 /**
- * Counts the commands clients send while `fn` runs, with MONITOR (outside any timed loop).
- * Commands run inside Lua scripts are reported by MONITOR as from "lua" and not counted.
+ * Counts the commands clients send while `fn` runs, with MONITOR (outside any timed loop), and
+ * apart from them the commands scripts ran inside Redis (MONITOR names their source "lua").
  */
 export async function countCommands(url: string, fn: () => Promise<void>): Promise<CommandCount> {
   const monitorClient = new Redis(url);
   const markerClient = new Redis(url);
   const marker = `bench-marker-${randomUUID()}`;
   const byCommand: Record<string, number> = {};
+  const luaByCommand: Record<string, number> = {};
   let total = 0;
+  let luaTotal = 0;
   try {
     const monitor = await monitorClient.monitor();
     let seenMarker: () => void = () => undefined;
@@ -26,7 +31,12 @@ export async function countCommands(url: string, fn: () => Promise<void>): Promi
       const name = String(args[0]).toLowerCase();
       if (name === 'echo' && args[1] === `${marker}-start`) return void (started = true);
       if (name === 'echo' && args[1] === `${marker}-end`) return seenMarker();
-      if (!started || source === 'lua' || source.startsWith('lua')) return;
+      if (!started) return;
+      if (source === 'lua' || source.startsWith('lua')) {
+        luaTotal++;
+        luaByCommand[name] = (luaByCommand[name] ?? 0) + 1;
+        return;
+      }
       total++;
       byCommand[name] = (byCommand[name] ?? 0) + 1;
     });
@@ -41,7 +51,7 @@ export async function countCommands(url: string, fn: () => Promise<void>): Promi
     monitorClient.disconnect();
     markerClient.disconnect();
   }
-  return { total, byCommand };
+  return { total, byCommand, luaTotal, luaByCommand };
 }
 
 /** `INFO commandstats` as { command: calls } (e.g. { evalsha: 123 }). */

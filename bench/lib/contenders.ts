@@ -21,7 +21,8 @@ export interface Session {
   close(): Promise<void>;
 }
 
-export type Variant = 'defaults' | 'tuned' | 'reference';
+/** `kind`: ours holding another kind of lock than the mutex; uncontended scenarios only. */
+export type Variant = 'defaults' | 'tuned' | 'reference' | 'kind';
 
 export interface Contender {
   /** Stable id, used in JSON and to pick the contender in worker processes. */
@@ -76,6 +77,29 @@ function oursContender(fair: boolean): Contender {
   };
 }
 
+/**
+ * Ours taking a read lock or one of 3 permits of a fresh key: their S1/S2 figures beside the
+ * mutex's. Never contended: readers and permit holders share a key, which S3 would count as
+ * violations.
+ */
+function oursKindContender(kind: 'read' | 'permits'): Contender {
+  const options = kind === 'read' ? { mode: 'read' as const } : { permits: 3 };
+  return {
+    id: `ours:${kind}`,
+    library: 'nestjs-redis-lock',
+    variant: 'kind',
+    settings: `new LockService({ redis, prefix }); acquire(key, { ${kind === 'read' ? "mode: 'read'" : 'permits: 3'}, wait: ${WAIT} })`,
+    async open(url) {
+      const locks = new LockService({ redis: url, prefix: `bench:ours-${kind}:` });
+      await (await locks.acquire(`warmup:${randomUUID()}`, options)).release();
+      return {
+        acquire: (key) => locks.acquire(key, { ...options, wait: WAIT }),
+        close: () => locks.close(),
+      };
+    },
+  };
+}
+
 // --- raw reference: SET NX PX + Lua compare-and-delete on a bare connection ------------------
 
 const DEL_IF_EQUAL = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
@@ -109,6 +133,150 @@ function rawReference(pollMs: number): Contender {
           }
         },
         close: async () => void (await client.quit()),
+      };
+    },
+  };
+}
+
+// --- fenced floor: the same guarantees as ours, written by hand ------------------------------
+
+/**
+ * Acquire: `SET NX PX`, then the fence counter (same hash slot) counts up and lives a day past the
+ * lease. Busy: the lock's remaining lease, so a waiter knows when to look again without a message.
+ */
+const FENCED_ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local fence = redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return {1, fence}
+end
+return {0, redis.call('PTTL', KEYS[1])}`;
+/** Release: compare-and-delete, and the wake-up message on `<key>:released` (ours' channel). */
+const FENCED_RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[1] .. ':released', ARGV[1])
+  return 1
+end
+return 0`;
+/** How long a fence counter outlives its lease, so that fences count up across holders. */
+const FENCE_RETENTION_MS = 86_400_000;
+
+type FencedClient = Redis & {
+  benchFencedAcquire(
+    lockKey: string,
+    fenceKey: string,
+    value: string,
+    ttl: number,
+    fenceTtl: number,
+  ): Promise<[granted: 0 | 1, fenceOrPttl: number]>;
+  benchFencedRelease(lockKey: string, value: string): Promise<0 | 1>;
+};
+
+/**
+ * The floor a lock with our guarantees cannot go below: one EVALSHA to acquire (lock, fence,
+ * holder identity in the value), one to release (compare-and-delete, wake-up message), and
+ * waiters woken by that message, with the lease's end as the fallback.
+ */
+function fencedFloor(): Contender {
+  return {
+    id: 'fenced',
+    library: 'fenced floor (hand-written)',
+    variant: 'reference',
+    settings:
+      `acquire: one EVALSHA (SET key "token:instance:since" NX PX ${TTL}, INCR key:fence, PEXPIRE key:fence ${TTL} + ${FENCE_RETENTION_MS}; ` +
+      `busy → PTTL); release: one EVALSHA (GET = value → DEL, PUBLISH key:released); ` +
+      `waiters SUBSCRIBE key:released before they try, and retry on the message or when the lease ends`,
+    async open(url) {
+      const client = connect(url) as FencedClient;
+      const subscriber = connect(url);
+      client.defineCommand('benchFencedAcquire', { numberOfKeys: 2, lua: FENCED_ACQUIRE });
+      client.defineCommand('benchFencedRelease', { numberOfKeys: 1, lua: FENCED_RELEASE });
+      const instance = randomUUID();
+      /**
+       * Per channel while someone waits on it: the wake-up callbacks, the SUBSCRIBE reply, and how
+       * many messages came (a message can arrive before the busy reply of the try it follows).
+       */
+      const waiting = new Map<
+        string,
+        { wakes: Set<() => void>; subscribed: Promise<unknown>; messages: number }
+      >();
+      subscriber.on('message', (channel: string) => {
+        const entry = waiting.get(channel);
+        if (!entry) return;
+        entry.messages++;
+        for (const wake of entry.wakes) wake();
+      });
+      await Promise.all([ready(client), ready(subscriber)]);
+      await client.benchFencedRelease('bench:fenced:warmup', 'x');
+
+      /** Resolves on the next wake-up message in `wakes`, or after `ms`. */
+      const wakeUp = (wakes: Set<() => void>, ms: number): Promise<void> =>
+        new Promise((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            wakes.delete(done);
+            resolve();
+          };
+          const timer = setTimeout(done, ms);
+          wakes.add(done);
+        });
+
+      return {
+        async acquire(key) {
+          const lockKey = `bench:fenced:{${key}}`;
+          const fenceKey = `${lockKey}:fence`;
+          const channel = `${lockKey}:released`;
+          const token = randomUUID();
+          const fenceTtl = TTL + FENCE_RETENTION_MS;
+          /** One try; the value names the holder: token, instance, since (ms). */
+          const attempt = async (): Promise<{ held?: Held; pttl: number }> => {
+            const value = `${token}:${instance}:${Date.now()}`;
+            const [granted, fenceOrPttl] = await client.benchFencedAcquire(
+              lockKey,
+              fenceKey,
+              value,
+              TTL,
+              fenceTtl,
+            );
+            return granted === 1
+              ? { held: { release: () => client.benchFencedRelease(lockKey, value) }, pttl: 0 }
+              : { pttl: fenceOrPttl };
+          };
+          // The uncontended path: one round trip, no subscription.
+          let tried = await attempt();
+          if (tried.held) return tried.held;
+          // Subscribe before the next try, so a release between the try and the wait still wakes us.
+          const deadline = performance.now() + WAIT;
+          let entry = waiting.get(channel);
+          if (!entry) {
+            entry = { wakes: new Set(), subscribed: subscriber.subscribe(channel), messages: 0 };
+            waiting.set(channel, entry);
+          }
+          const { wakes } = entry;
+          const member = (): void => undefined;
+          wakes.add(member);
+          try {
+            await entry.subscribed;
+            for (;;) {
+              const seen = entry.messages;
+              tried = await attempt();
+              if (tried.held) return tried.held;
+              const left = deadline - performance.now();
+              if (left <= 0) throw new Error('fenced: wait budget exhausted');
+              // A release came while the try was on its way: try again rather than wait for the next.
+              if (entry.messages !== seen) continue;
+              await wakeUp(wakes, Math.min(left, Math.max(1, tried.pttl)));
+            }
+          } finally {
+            wakes.delete(member);
+            if (wakes.size === 0 && waiting.get(channel) === entry) {
+              waiting.delete(channel);
+              void subscriber.unsubscribe(channel).catch(() => undefined);
+            }
+          }
+        },
+        close: async () => {
+          await Promise.all([client.quit(), subscriber.quit()]);
+        },
       };
     },
   };
@@ -231,7 +399,10 @@ function universalContender(variant: Variant, tuning: UniversalTuning | undefine
 export const CONTENDERS: Contender[] = [
   oursContender(false),
   oursContender(true),
+  oursKindContender('read'),
+  oursKindContender('permits'),
   rawReference(5),
+  fencedFloor(),
   redlockContender(
     'sesame-redlock',
     '@sesamecare-oss/redlock',
@@ -279,5 +450,7 @@ export function contenderById(id: string): Contender {
 /** Label used in tables. */
 export function label(c: Contender): string {
   if (c.id === 'ours:fair') return `${c.library} (fair: true)`;
+  if (c.id === 'ours:read') return `${c.library} (mode: 'read')`;
+  if (c.id === 'ours:permits') return `${c.library} (permits: 3)`;
   return c.variant === 'reference' ? c.library : `${c.library} (${c.variant})`;
 }

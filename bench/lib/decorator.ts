@@ -24,10 +24,10 @@ const RootRedis = require(
   require.resolve('ioredis', { paths: [join(__dirname, '../../lib')] }),
 ) as typeof import('ioredis').default;
 
-type Route = 'plain' | 'pings' | 'floor' | 'manual' | 'locked';
-const ROUTES: Route[] = ['plain', 'pings', 'floor', 'manual', 'locked'];
+type Route = 'plain' | 'pings' | 'floor' | 'manual' | 'withlock' | 'locked';
+const ROUTES: Route[] = ['plain', 'pings', 'floor', 'manual', 'withlock', 'locked'];
 /** The routes of the concurrent part. */
-const CONCURRENT = ['plain', 'floor', 'locked'] as const;
+const CONCURRENT = ['plain', 'floor', 'withlock', 'locked'] as const;
 type ConcurrentRoute = (typeof CONCURRENT)[number];
 /**
  * Interleaved phases of the concurrent part: many short ones, so that the median of the
@@ -51,6 +51,8 @@ export interface S5Metrics extends Record<string, number> {
   /** The floor route: `SET key token NX PX ttl`, then EVALSHA compare-and-delete, by hand. */
   seqFloorP50Us: number;
   seqManualP50Us: number;
+  /** The same route calling `LockService.withLock` by hand, same key and work: @Locked's bar. */
+  seqWithLockP50Us: number;
   seqLockedP50Us: number;
   seqAddedP50Us: number;
   seqAddedMeanUs: number;
@@ -69,21 +71,31 @@ export interface S5Metrics extends Record<string, number> {
   seqPingsCpuUs: number;
   seqFloorCpuUs: number;
   seqManualCpuUs: number;
+  seqWithLockCpuUs: number;
   seqLockedCpuUs: number;
+  /** @Locked CPU per sequential request over the withLock route's (each repetition's ratio). */
+  seqLockedVsWithLockCpu: number;
   concPlainMeanUs: number;
   concFloorMeanUs: number;
+  concWithLockMeanUs: number;
   concLockedMeanUs: number;
   concAddedMeanUs: number;
   concAddedRtt: number;
   concPlainRps: number;
   concFloorRps: number;
+  concWithLockRps: number;
   concLockedRps: number;
+  /** @Locked requests/s over the withLock route's, at 16 concurrent (each phase's ratio, median). */
+  concLockedVsWithLock: number;
   /** @Locked requests/s over the floor route's, at 16 concurrent (each phase's ratio, median). */
   concLockedVsFloor: number;
   /** CPU time of this process per request at 16 concurrent, µs (what bounds requests/s there). */
   concPlainCpuUs: number;
   concFloorCpuUs: number;
+  concWithLockCpuUs: number;
   concLockedCpuUs: number;
+  /** @Locked CPU per request over the withLock route's, at 16 concurrent (phase ratios, median). */
+  concLockedVsWithLockCpu: number;
   /** @Locked CPU per request over the floor route's, at 16 concurrent (each phase's ratio, median). */
   concLockedVsFloorCpu: number;
   non200: number;
@@ -101,13 +113,15 @@ function get(agent: Agent, port: number, path: string): Promise<number> {
 }
 
 /**
- * S5: one Nest app (express), five routes returning the same body: `plain` (undecorated),
+ * S5: one Nest app (express), six routes returning the same body: `plain` (undecorated),
  * `pings` (two PINGs on the lock's connection: what two round trips cost inside a handler),
  * `floor` (undecorated, sends by hand on the lock's connection the two commands a lock needs at
  * least: `SET key token NX PX ttl`, then the compare-and-delete script by EVALSHA), `manual`
- * (LockService acquire + release inside the handler) and `locked` (`@Locked('bench:<id>')`).
- * Every request uses a fresh id (uncontended). Sequential requests in interleaved blocks, then 16
- * concurrent keep-alive loops on `plain`, `floor` and `locked`, in 10 interleaved phases.
+ * (LockService acquire + release inside the handler), `withlock` (`LockService.withLock` on the
+ * same key, the same work inside: what @Locked is judged against) and `locked`
+ * (`@Locked('bench:<id>')`). Every request uses a fresh id (uncontended). Sequential requests in
+ * interleaved blocks, then 16 concurrent keep-alive loops on `plain`, `floor`, `withlock` and
+ * `locked`, in 10 interleaved phases.
  */
 export async function s5Once(
   url: string,
@@ -163,6 +177,12 @@ export async function s5Once(
       }
     }
 
+    @Get('withlock/:id')
+    withLock(@Param('id') id: string) {
+      // The key @Locked('bench:<id>') builds, and the same body built inside the lock.
+      return this.locks.withLock(`bench:${id}`, () => ({ id }));
+    }
+
     @Get('locked/:id')
     @Locked('bench:<id>')
     async locked(@Param('id') id: string) {
@@ -211,9 +231,17 @@ export async function s5Once(
       pings: [],
       floor: [],
       manual: [],
+      withlock: [],
       locked: [],
     };
-    const cpu: Record<Route, number> = { plain: 0, pings: 0, floor: 0, manual: 0, locked: 0 };
+    const cpu: Record<Route, number> = {
+      plain: 0,
+      pings: 0,
+      floor: 0,
+      manual: 0,
+      withlock: 0,
+      locked: 0,
+    };
     const block = 100;
     for (let done = 0; done < sequential; done += block) {
       for (const route of ROUTES) {
@@ -224,15 +252,28 @@ export async function s5Once(
       }
     }
 
-    const conc = { plain: [] as number[], floor: [] as number[], locked: [] as number[] };
-    const elapsed = { plain: 0, floor: 0, locked: 0 };
-    const concCpu = { plain: 0, floor: 0, locked: 0 };
+    const zeros = (): Record<ConcurrentRoute, number> => ({
+      plain: 0,
+      floor: 0,
+      withlock: 0,
+      locked: 0,
+    });
+    const conc: Record<ConcurrentRoute, number[]> = {
+      plain: [],
+      floor: [],
+      withlock: [],
+      locked: [],
+    };
+    const elapsed = zeros();
+    const concCpu = zeros();
     const lockedVsFloor: number[] = [];
     const lockedVsFloorCpu: number[] = [];
+    const lockedVsWithLock: number[] = [];
+    const lockedVsWithLockCpu: number[] = [];
     const loops = 16;
     for (let phase = 0; phase < CONCURRENT_PHASES; phase++) {
-      const rps = { plain: 0, floor: 0, locked: 0 };
-      const perRequestCpu = { plain: 0, floor: 0, locked: 0 };
+      const rps = zeros();
+      const perRequestCpu = zeros();
       // Each phase starts with another route, so none always follows the same one.
       const shift = phase % CONCURRENT.length;
       const order: ConcurrentRoute[] = [...CONCURRENT.slice(shift), ...CONCURRENT.slice(0, shift)];
@@ -255,6 +296,8 @@ export async function s5Once(
       // Neighbouring phases see the same machine: their ratio is what load does not skew.
       lockedVsFloor.push(rps.locked / rps.floor);
       lockedVsFloorCpu.push(perRequestCpu.locked / perRequestCpu.floor);
+      lockedVsWithLock.push(rps.locked / rps.withlock);
+      lockedVsWithLockCpu.push(perRequestCpu.locked / perRequestCpu.withlock);
     }
 
     const rttUs = percentile(pings, 50);
@@ -270,6 +313,7 @@ export async function s5Once(
       seqPingsP50Us: p50('pings'),
       seqFloorP50Us: p50('floor'),
       seqManualP50Us: p50('manual'),
+      seqWithLockP50Us: p50('withlock'),
       seqLockedP50Us: p50('locked'),
       seqAddedP50Us,
       seqAddedMeanUs: mean(seq.locked) - mean(seq.plain),
@@ -282,20 +326,27 @@ export async function s5Once(
       seqPingsCpuUs: cpu.pings / seq.pings.length,
       seqFloorCpuUs: cpu.floor / seq.floor.length,
       seqManualCpuUs: cpu.manual / seq.manual.length,
+      seqWithLockCpuUs: cpu.withlock / seq.withlock.length,
       seqLockedCpuUs: cpu.locked / seq.locked.length,
+      seqLockedVsWithLockCpu: cpu.locked / seq.locked.length / (cpu.withlock / seq.withlock.length),
       concPlainMeanUs: mean(conc.plain),
       concFloorMeanUs: mean(conc.floor),
+      concWithLockMeanUs: mean(conc.withlock),
       concLockedMeanUs: mean(conc.locked),
       concAddedMeanUs,
       concAddedRtt: concAddedMeanUs / rttUs,
       concPlainRps: conc.plain.length / (elapsed.plain / 1e6),
       concFloorRps: conc.floor.length / (elapsed.floor / 1e6),
+      concWithLockRps: conc.withlock.length / (elapsed.withlock / 1e6),
       concLockedRps: conc.locked.length / (elapsed.locked / 1e6),
       concLockedVsFloor: median(lockedVsFloor),
+      concLockedVsWithLock: median(lockedVsWithLock),
       concPlainCpuUs: concCpu.plain / conc.plain.length,
       concFloorCpuUs: concCpu.floor / conc.floor.length,
+      concWithLockCpuUs: concCpu.withlock / conc.withlock.length,
       concLockedCpuUs: concCpu.locked / conc.locked.length,
       concLockedVsFloorCpu: median(lockedVsFloorCpu),
+      concLockedVsWithLockCpu: median(lockedVsWithLockCpu),
       non200,
     };
   } finally {

@@ -1,6 +1,6 @@
 /** The S6 tables of bytes per held lock and per waiting caller, and their row in "The bar". */
 import type { Cost, FootprintResult, FootprintSubject, WaiterCost } from './footprint';
-import type { BarRow } from './report';
+import type { BarRow } from './bar';
 
 const bytes = (v: number): string =>
   Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a';

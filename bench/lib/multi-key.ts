@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { LockService } from 'nestjs-redis-lock';
-import { percentile, nowUs } from './stats';
+import { median, percentile, nowUs } from './stats';
 
 export interface MultiKeyRow {
   case: string;
@@ -24,6 +24,8 @@ export interface MultiKeyRow {
   p50Us: number;
   p99Us: number;
   parallelOpsPerSec: number;
+  /** Each repetition's figures (the row's are their medians); absent in single-run results. */
+  runs?: { sequentialOpsPerSec: number; parallelOpsPerSec: number }[];
 }
 
 export interface MultiKeyConfig {
@@ -32,6 +34,8 @@ export interface MultiKeyConfig {
   /** Duration of each case's parallel run. */
   parallelMs: number;
   loops: number;
+  /** Interleaved repetitions (each starts with another case); 1 in runs before they were kept. */
+  reps?: number;
 }
 
 interface Case {
@@ -112,44 +116,60 @@ export async function runMultiKey(
     await oursCase(url, 2, true),
   ];
   const run = randomUUID().slice(0, 8);
+  const reps = config.reps ?? 1;
   try {
     const latencies = cases.map((): number[] => []);
-    const elapsed = cases.map(() => 0);
+    const runs = cases.map((): { sequentialOpsPerSec: number; parallelOpsPerSec: number }[] => []);
     const block = 100;
-    for (let done = 0; done < config.ops; done += block) {
-      for (let c = 0; c < cases.length; c++) {
-        const started = nowUs();
-        for (let i = done; i < Math.min(config.ops, done + block); i++) {
-          const t0 = nowUs();
-          await cases[c].cycle(`s:${run}:${c}:${i}`);
-          latencies[c].push(nowUs() - t0);
-        }
-        elapsed[c] += nowUs() - started;
-      }
-    }
-    const parallel: number[] = [];
-    for (let c = 0; c < cases.length; c++) {
-      let count = 0;
-      const until = nowUs() + config.parallelMs * 1_000;
-      const started = nowUs();
-      await Promise.all(
-        Array.from({ length: config.loops }, async (_, loop) => {
-          for (let i = 0; nowUs() < until; i++) {
-            await cases[c].cycle(`p:${run}:${c}:${loop}:${i}`);
-            count++;
+    for (let rep = 0; rep < reps; rep++) {
+      // Each repetition starts with another case, so none always follows the same one.
+      const order = cases.map((_, i) => (i + rep) % cases.length);
+      const elapsed = cases.map(() => 0);
+      for (let done = 0; done < config.ops; done += block) {
+        for (const c of order) {
+          const started = nowUs();
+          for (let i = done; i < Math.min(config.ops, done + block); i++) {
+            const t0 = nowUs();
+            await cases[c].cycle(`s:${run}:${rep}:${c}:${i}`);
+            latencies[c].push(nowUs() - t0);
           }
+          elapsed[c] += nowUs() - started;
+        }
+      }
+      const parallel = cases.map(() => 0);
+      for (const c of order) {
+        let count = 0;
+        const until = nowUs() + config.parallelMs * 1_000;
+        const started = nowUs();
+        await Promise.all(
+          Array.from({ length: config.loops }, async (_, loop) => {
+            for (let i = 0; nowUs() < until; i++) {
+              await cases[c].cycle(`p:${run}:${rep}:${c}:${loop}:${i}`);
+              count++;
+            }
+          }),
+        );
+        parallel[c] = count / ((nowUs() - started) / 1e6);
+      }
+      cases.forEach((_, c) =>
+        runs[c].push({
+          sequentialOpsPerSec: config.ops / (elapsed[c] / 1e6),
+          parallelOpsPerSec: parallel[c],
         }),
       );
-      parallel.push(count / ((nowUs() - started) / 1e6));
+      log(
+        `MK rep ${rep + 1}: ${cases.map((one, c) => `${one.name} ${runs[c][rep].sequentialOpsPerSec.toFixed(0)}`).join(', ')} sequential ops/s`,
+      );
     }
     const rows = cases.map((one, c) => ({
       case: one.name,
       keys: one.keys,
       raw: one.raw,
-      sequentialOpsPerSec: latencies[c].length / (elapsed[c] / 1e6),
+      sequentialOpsPerSec: median(runs[c].map((x) => x.sequentialOpsPerSec)),
       p50Us: percentile(latencies[c], 50),
       p99Us: percentile(latencies[c], 99),
-      parallelOpsPerSec: parallel[c],
+      parallelOpsPerSec: median(runs[c].map((x) => x.parallelOpsPerSec)),
+      runs: runs[c],
     }));
     const result = { ...config, rows };
     for (const line of renderMultiKey(result)) if (line.startsWith('|')) log(line);
@@ -171,7 +191,7 @@ export function renderMultiKey(r: MultiKeyResult): string[] {
     return `| ${row.case} | ${n0(row.sequentialOpsPerSec)} | ${vs(row.sequentialOpsPerSec, raw?.sequentialOpsPerSec)} | ${n0(row.p50Us)} | ${n0(row.p99Us)} | ${n0(row.parallelOpsPerSec)} | ${vs(row.parallelOpsPerSec, raw?.parallelOpsPerSec)} |`;
   });
   return [
-    `## MK — multi-key locks (${n0(r.ops)} sequential acquire + release per case, then ${r.loops} loops × ${r.parallelMs / 1_000} s; one run; the sequential cases take turns in blocks of 100)`,
+    `## MK — multi-key locks (${n0(r.ops)} sequential acquire + release per case, then ${r.loops} loops × ${r.parallelMs / 1_000} s; ${(r.reps ?? 1) > 1 ? `medians of ${r.reps} interleaved repetitions` : 'one run'}; the sequential cases take turns in blocks of 100)`,
     '',
     'No other Node library locks several keys at once: each case stands next to the raw floor with as many keys (bare `SET NX PX` / one script setting both keys, and a compare-and-delete script).',
     '',

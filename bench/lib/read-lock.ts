@@ -7,6 +7,8 @@ export interface ReadLockRun {
   opsPerSec: number;
   /** Median acquire + release latency (µs), waiting included. */
   p50Us: number;
+  /** Each repetition's ops/s (`opsPerSec` is their median); absent in older results. */
+  runs?: number[];
 }
 
 /** The read-lock scenario: read-lock throughput next to the exclusive lock, on one key. */
@@ -75,6 +77,7 @@ export async function readLockScenario(
     mode,
     opsPerSec: median(runs[mode].opsPerSec),
     p50Us: median(runs[mode].p50Us),
+    runs: runs[mode].opsPerSec,
   });
   return { loops, ms, read: summary('read'), write: summary('write') };
 }

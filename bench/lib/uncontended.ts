@@ -74,12 +74,22 @@ export async function s1Interleaved(
   }
 }
 
-/** Commands (= round trips, the loop being sequential) per S1 acquire + release, by MONITOR. */
+/** What MONITOR saw per S1 acquire + release: commands sent, and commands run inside Lua. */
+export interface S1Commands {
+  /** Commands clients sent per op (= round trips, the loop being sequential). */
+  perOp: number;
+  byCommand: Record<string, number>;
+  /** Commands scripts ran inside Redis per op; absent in runs from before they were counted. */
+  luaPerOp?: number;
+  luaByCommand?: Record<string, number>;
+}
+
+/** Commands per S1 acquire + release, by MONITOR over `ops` sampled iterations. */
 export async function s1RoundTrips(
   contender: Contender,
   url: string,
   ops = 200,
-): Promise<{ perOp: number; byCommand: Record<string, number> }> {
+): Promise<S1Commands> {
   const session = await contender.open(url);
   const run = randomUUID().slice(0, 8);
   try {
@@ -87,9 +97,14 @@ export async function s1RoundTrips(
     const count = await countCommands(url, async () => {
       for (let i = 0; i < ops; i++) await (await session.acquire(`s1rt:${run}:${i}`)).release();
     });
-    const byCommand: Record<string, number> = {};
-    for (const [name, n] of Object.entries(count.byCommand)) byCommand[name] = n / ops;
-    return { perOp: count.total / ops, byCommand };
+    const perOp = (counts: Record<string, number>): Record<string, number> =>
+      Object.fromEntries(Object.entries(counts).map(([name, n]) => [name, n / ops]));
+    return {
+      perOp: count.total / ops,
+      byCommand: perOp(count.byCommand),
+      luaPerOp: count.luaTotal / ops,
+      luaByCommand: perOp(count.luaByCommand),
+    };
   } finally {
     await session.close();
   }
