@@ -70,7 +70,7 @@ describe('no deadlock', () => {
       KEY: 'crash',
       TTL: String(ttl),
     });
-    const [, token] = await holder.waitForOutput(/acquired (\w+) (\d+)/);
+    const [, token] = await holder.waitForOutput(/^acquired (.+) (\d+)$/m);
     expect(await redis.get(keyOf('crash'))).toBe(token);
 
     // Alive, the holder keeps its lock past one lease (its watchdog renews it).

@@ -97,7 +97,7 @@ const total = (ran: Record<string, number>): number =>
 
 // First in the file: the server has no queue yet and nothing else runs commands on it.
 describe('fair mode without contention', () => {
-  it('costs Redis what default mode does: no queue command, at most one existence check more', async () => {
+  it('costs Redis what default mode does: no queue command; at most its holder record and one existence check more', async () => {
     const ops = 10;
     const cost = async (service: LockService, tag: string) => {
       await (await service.acquire(`${tag}:warm-up`)).release(); // connection, script cache
@@ -112,7 +112,8 @@ describe('fair mode without contention', () => {
     const queueCommands = ['zrange', 'zrem', 'zadd', 'zscore', 'hget', 'hset', 'hdel'];
     expect(Object.keys(fair).filter((name) => queueCommands.includes(name))).toEqual([]);
     expect(fair.time ?? 0).toBeLessThanOrEqual(plain.time ?? 0);
-    expect(total(fair)).toBeLessThanOrEqual(total(plain) + ops);
+    // Default mode's token carries its holder; fair mode's hand-offs write a record (one SET).
+    expect(total(fair)).toBeLessThanOrEqual(total(plain) + 2 * ops);
   });
 });
 

@@ -5,7 +5,7 @@
  * Redlock, against private `redis-server`s watched by MONITOR, which shows each script call with
  * its KEYS and then every command the script ran. The server itself (`COMMAND GETKEYS`) says which
  * arguments of those commands are keys; each must be one of the script call's KEYS. Every script
- * in lib/lua must have run at least once, so a new script without a case here fails too. The
+ * in lib/lua and lib/kinds must have run at least once, so a new script without a case here fails too. The
  * control: a script that reads a key it did not declare is caught by the same check.
  */
 import { readdirSync } from 'node:fs';
@@ -32,13 +32,16 @@ interface ScriptRun {
   commands: string[][];
 }
 
-/** Every LuaScript that lib/lua exports, by SHA1 of its body. */
+/** Every LuaScript that lib/lua and each kind's folder under lib/kinds export, by SHA1 of its body. */
 function scriptsBySha(): Map<string, string> {
-  const dir = join(__dirname, '../lib/lua');
+  const lib = join(__dirname, '../lib');
+  const files = readdirSync(lib, { recursive: true, encoding: 'utf8' }).filter(
+    (name) => /^(lua|kinds)\//.test(name) && name.endsWith('.script.ts'),
+  );
   const found = new Map<string, string>();
-  for (const file of readdirSync(dir).filter((name) => name.endsWith('.script.ts'))) {
+  for (const file of files) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- every script file, by name
-    const exported = require(join(dir, file)) as Record<string, unknown>;
+    const exported = require(join(lib, file)) as Record<string, unknown>;
     for (const value of Object.values(exported)) {
       if (value instanceof LuaScript) found.set(value.sha, value.name);
     }
@@ -222,7 +225,7 @@ describe('every key a script touches is in its KEYS', () => {
     }
   });
 
-  it('ran every script of lib/lua', () => {
+  it('ran every script of lib/lua and lib/kinds', () => {
     const never = [...shas.values()].filter((name) => !ran.has(name));
     expect(never).toEqual([]);
     expect(shas.size).toBeGreaterThanOrEqual(20);

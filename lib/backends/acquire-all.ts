@@ -9,7 +9,6 @@ export interface AcquireAllCall {
   readonly client: RedisCommander;
   readonly ttl: number;
   readonly fenceRetention: number;
-  readonly instanceId: string;
 }
 
 /** Runs `acquireAllScript` for `keys` (`tokens[i]` for `keys[i]`) and reads its reply. */
@@ -18,11 +17,10 @@ export async function acquireAllOnRedis(
   keys: readonly LockRedisKeys[],
   tokens: readonly string[],
 ): Promise<AcquireAllReply> {
-  const names = keys.flatMap((k) => [k.lock, k.fence, k.holder, k.readers]);
+  const names = keys.flatMap((k) => [k.lock, k.fence, k.readers]);
   const [granted = 0, ...rest] = await acquireAllScript.run(call.client, names, [
     call.ttl,
     call.fenceRetention,
-    call.instanceId,
     ...tokens,
   ]);
   if (granted === 1) return { fences: rest };

@@ -125,6 +125,11 @@ export interface RawLockInfo {
   semaphore?: { limit: number; fence: number; permits: RawHolders; waiters: (string | null)[] };
 }
 
+/** Who holds a grant whose token carries it (see `newHolderToken`), else undefined. */
+export function holderOfToken(token: string): LockHolderInfo | undefined {
+  return parseHolder(/^[0-9a-f]+ (\d+ [\s\S]*)$/.exec(token)?.[1]);
+}
+
 /** A holder record `"<since> <instance id>"` read back; undefined when absent or malformed. */
 export function parseHolder(record: string | null | undefined): LockHolderInfo | undefined {
   const match = /^(\d+) ([\s\S]*)$/.exec(record ?? '');

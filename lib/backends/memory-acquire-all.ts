@@ -9,8 +9,6 @@ export class MemoryAcquireAll {
     private readonly keys: MemoryKeyspace,
     /** Read-write locks: a lock its readers hold is busy. */
     private readonly shared: MemoryReadLeases,
-    /** Written into the holder record of each grant, as the option `instanceId`. */
-    private readonly instanceId: string,
   ) {}
 
   /**
@@ -31,7 +29,7 @@ export class MemoryAcquireAll {
     }
     const fences = keys.map((k, i) => {
       if (this.keys.lease(k)) return this.keys.fence(k); // ours: a re-sent command
-      this.keys.setLease(k, tokens[i]!, ttl, this.instanceId);
+      this.keys.setLease(k, tokens[i]!, ttl); // each token names its holder
       return this.keys.nextFence(k, ttl);
     });
     return { fences };

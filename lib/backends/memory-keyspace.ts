@@ -1,5 +1,5 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
-import type { LockHolderInfo, RawLockInfo } from './lock-info';
+import { holderOfToken, type LockHolderInfo, type RawLockInfo } from './lock-info';
 
 /** A value with a deadline on the keyspace's clock (`Infinity`: none). */
 interface Expiring {
@@ -63,7 +63,10 @@ export class MemoryKeyspace {
   /** `SET <lock> <token> PX <ms>`, and the holder record beside it (none: an older version's). */
   setLease(keys: LockRedisKeys, token: string, ms: number, instanceId?: string): void {
     if (!Number.isInteger(ms) || ms <= 0) throw notWholeMs();
-    const holder = instanceId === undefined ? undefined : { instanceId, since: Date.now() };
+    // As the scripts read it: from a token that carries its holder, else (fair mode) the record.
+    const holder =
+      holderOfToken(token) ??
+      (instanceId === undefined ? undefined : { instanceId, since: Date.now() });
     this.locks.set(keys.lock, { token, expiresAt: this.now() + ms, holder });
   }
 

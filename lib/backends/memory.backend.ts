@@ -90,14 +90,14 @@ export class MemoryLockBackend implements FairLockBackend {
     this.fairPermits = new MemoryFairPermits(this.keys, this.permits, publish, id);
     this.shared = new MemoryReadLeases(this.keys, this.hub, id);
     const command = <T>(body: () => T) => this.command(body);
-    const exclusive = new MemoryExclusiveLeases(this.keys, this.shared, this.hub, id);
+    const exclusive = new MemoryExclusiveLeases(this.keys, this.shared, this.hub);
     const fair = new MemoryFairQueue(this.keys, this.shared, this.hub, id);
     this.leases = {
       exclusive: twinLeases(command, exclusive, fair),
       read: twinLeases(command, this.shared),
       semaphore: twinLeases(command, this.permits, this.fairPermits),
     };
-    this.allOrNone = new MemoryAcquireAll(this.keys, this.shared, this.instanceId);
+    this.allOrNone = new MemoryAcquireAll(this.keys, this.shared);
   }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {

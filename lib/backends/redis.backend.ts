@@ -117,8 +117,8 @@ export class RedisBackend implements FairLockBackend {
     tokens: readonly string[],
     ttl: number,
   ): Promise<AcquireAllReply> {
-    const { client, fenceRetention, instanceId } = this;
-    return acquireAllOnRedis({ client, ttl, fenceRetention, instanceId }, keys, tokens);
+    const { client, fenceRetention } = this;
+    return acquireAllOnRedis({ client, ttl, fenceRetention }, keys, tokens);
   }
 
   /** One Redis: always; a Cluster: keys of one slot; `replicaAck`: never (grants wait per key). */

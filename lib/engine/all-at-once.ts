@@ -3,7 +3,7 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { monotonicNow, newToken } from '../util/clock';
+import { monotonicNow, newHolderToken } from '../util/clock';
 import type { AcquireContext } from './acquire-context';
 import { retryPause, unavailableWorthRetrying } from './backoff';
 import { HeldLock } from './held-lock';
@@ -113,7 +113,7 @@ async function tryAll(
   const down = context.connections.unavailable();
   if (down) throw down;
   const keys = entries.map((entry) => entry.redisKeys);
-  const tokens = entries.map(() => newToken());
+  const tokens = entries.map(() => newHolderToken(context.options.instanceId));
   const releaseAll = () => Promise.all(keys.map((k, i) => backend.release(k, tokens[i]!)));
   const sentAt = monotonicNow();
   const sent = backend.acquireAll(keys, tokens, Math.ceil(request.ttl));

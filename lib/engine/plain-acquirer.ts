@@ -5,7 +5,7 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
 import { waitForLock } from './acquire-loop';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
-import { monotonicElapsed, monotonicNow, newToken } from '../util/clock';
+import { monotonicElapsed, monotonicNow, newHolderToken, newToken } from '../util/clock';
 import { HeldLock } from './held-lock';
 import { raceAbort } from './race-abort';
 import { settled } from '../util/settled';
@@ -81,7 +81,7 @@ export class PlainAcquirer implements Acquirer {
     how?: AcquireTry,
   ): Promise<HeldLock | number> {
     const { context } = this;
-    const token = newToken();
+    const token = newHolderToken(context.options.instanceId);
     const sentAt = monotonicNow();
     const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl), how);
     // Settled: a signal aborted meanwhile rejects, and the grant that may still land is freed.

@@ -1,16 +1,14 @@
 import { nextFenceLua } from './fence.lua';
-import { writeHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 
 /**
  * Acquires several locks in one atomic step: all of them, or none. Used on one Redis (and on a
  * Cluster when every lock hashes to one slot), where a single script sees every key at once, so
  * two callers asking for overlapping keys in any order can never each hold a part.
- * Keys: for each lock, in order, its lock key, its fence counter, its holder record and its
- * readers (the shares of a read-write lock's readers, which exclude a writer as a holder does):
- * 4 each.
- * Args: the lease in ms, how long (ms) a fence counter outlives its lease, the holder's instance
- * id, then one token per lock (each lease keeps its own, so a release message names one lease).
+ * Keys: for each lock, in order, its lock key, its fence counter and its readers (the shares of a
+ * read-write lock's readers, which exclude a writer as a holder does): 3 each.
+ * Args: the lease in ms, how long (ms) a fence counter outlives its lease, then one token per lock
+ * (each lease keeps its own, so a release message names one lease; each carries its holder).
  * Returns {1, fence₁, …, fenceₙ} when all are granted (or were already ours: a re-sent command
  * whose first reply was lost), else {0, i, ms}: the first busy lock (1-based), and how long its
  * holder's lease (or its last live reader's) still runs — nothing is written then, except that
@@ -18,17 +16,17 @@ import { LuaScript } from './lua-script';
  */
 export const acquireAllScript = new LuaScript<
   readonly string[],
-  readonly [leaseMs: number, fenceRetentionMs: number, instanceId: string, ...tokens: string[]],
+  readonly [leaseMs: number, fenceRetentionMs: number, ...tokens: string[]],
   number[]
 >(
   'acquire-all',
   `
-local leaseMs, fenceRetentionMs, instanceId = ARGV[1], ARGV[2], ARGV[3]
-local count = #KEYS / 4
+local leaseMs, fenceRetentionMs = ARGV[1], ARGV[2]
+local count = #KEYS / 3
 for i = 1, count do
-  local lockKey, readersKey = KEYS[4 * i - 3], KEYS[4 * i]
+  local lockKey, readersKey = KEYS[3 * i - 2], KEYS[3 * i]
   local current = redis.call('GET', lockKey)
-  if current and current ~= ARGV[3 + i] then
+  if current and current ~= ARGV[2 + i] then
     local pttl = redis.call('PTTL', lockKey)
     if pttl < 0 then pttl = 0 end
     return { 0, i, pttl }
@@ -44,16 +42,15 @@ for i = 1, count do
 end
 local fences = { 1 }
 for i = 1, count do
-  local lockKey, fenceKey, holderKey = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1]
-  local token = ARGV[3 + i]
+  local lockKey, fenceKey = KEYS[3 * i - 2], KEYS[3 * i - 1]
+  local token = ARGV[2 + i]
   if redis.call('GET', lockKey) == token and redis.call('EXISTS', fenceKey) == 1 then
     -- Ours already: this command ran before and its reply was lost. Keep the fence it got.
     redis.call('PEXPIRE', lockKey, leaseMs)
-    redis.call('PEXPIRE', holderKey, leaseMs)
     fences[i + 1] = tonumber(redis.call('GET', fenceKey))
   else
     redis.call('SET', lockKey, token, 'PX', leaseMs)
-${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
     fences[i + 1] = fence
   end
 end

@@ -22,16 +22,23 @@ end
 `;
 
 /**
- * Lua: sets `holder` to `"<since> <instance id>"` from the record under `holderKey` when it belongs
- * to the grant of `token` (a Lua expression, false when the lock is free), else to false.
+ * Lua: sets `holder` to `"<since> <instance id>"` for the grant of `token` (a Lua expression, false
+ * when the lock is free): read from the token itself when it carries them (a plain grant, see
+ * `newHolderToken`), else from the record under `holderKey` when that belongs to this grant (fair
+ * mode's hand-offs write one), else false.
  */
 export const readHolderLua = (holderKey: string, token: string): string => `
 local holder = false
-do
-  local record = redis.pcall('GET', ${holderKey})
-  if type(record) == 'string' and ${token} then
-    local since, owner, id = string.match(record, '^(%d+) (%S+) (.*)$')
-    if owner == ${token} then holder = since .. ' ' .. id end
+if ${token} then
+  local since, id = string.match(${token}, '^%x+ (%d+) (.*)$')
+  if since then
+    holder = since .. ' ' .. id
+  else
+    local record = redis.pcall('GET', ${holderKey})
+    if type(record) == 'string' then
+      local recorded, owner, recordedId = string.match(record, '^(%d+) (%S+) (.*)$')
+      if owner == ${token} then holder = recorded .. ' ' .. recordedId end
+    end
   end
 end
 `;

@@ -138,6 +138,15 @@ export function shortestLease(drift: (ttl: number) => number): number {
   return low;
 }
 
+/**
+ * The token of a grant that carries who holds it: `"<128-bit hex> <since ms> <instance id>"`, since
+ * on this process's wall clock when the try was sent. It is the lock's value, compared whole, so
+ * inspection reads the holder from the lock itself and a grant writes no record beside it.
+ */
+export function newHolderToken(instanceId: string): string {
+  return `${newToken()} ${Math.floor(source.wall())} ${instanceId}`;
+}
+
 let pool = Buffer.alloc(0);
 let offset = 0;
 

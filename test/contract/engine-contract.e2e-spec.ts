@@ -145,7 +145,8 @@ describe.each(backends)('engine contract on $name', (backend) => {
   it('gives each holder its own 128-bit token and a fence that increases per key', async () => {
     const service = locks();
     const first = await service.acquire(key);
-    expect(first.token).toMatch(/^[0-9a-f]{32}$/);
+    // 128 random bits, then who holds it (since, instance id), which inspection reads back.
+    expect(first.token).toMatch(/^[0-9a-f]{32} \d+ \S/);
     expect(await service.tryAcquire(key)).toBeNull();
     expect(await service.isLocked(key)).toBe(true);
     expect(await first.release()).toBe(true);

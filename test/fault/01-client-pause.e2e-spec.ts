@@ -88,7 +88,7 @@ describe('scenario 1: a holder paused past its lease', () => {
   it('SIGSTOP: on resume the signal is aborted at the first look, stale writes/extend/release fail', async () => {
     const key = 'sigstop';
     const holder = holders.sigstop;
-    const [, , oldFence] = await holder.waitForOutput(/^acquired (\w+) (\d+)$/m);
+    const [, , oldFence] = await holder.waitForOutput(/^acquired (.+) (\d+)$/m);
     await holder.waitForOutput(/^working$/m);
 
     signalPid(holder.pid, 'SIGSTOP');
@@ -128,7 +128,7 @@ describe('scenario 1: a holder paused past its lease', () => {
   it('blocked event loop: the first synchronous look after the block sees the signal aborted', async () => {
     const key = 'blocked';
     const holder = holders.block;
-    const [, , oldFence] = await holder.waitForOutput(/^acquired (\w+) (\d+)$/m);
+    const [, , oldFence] = await holder.waitForOutput(/^acquired (.+) (\d+)$/m);
     holder.send('go');
     const pausedAt = now();
     const { owner, takenAfter } = await takeOver(key, pausedAt);

@@ -150,8 +150,8 @@ describe('writer priority', () => {
     // A writer's try, as a process that dies right after it would leave it: an entry of 1 s.
     const reply = await acquireScript.run(
       redis,
-      [keys.lock, keys.fence, keys.holder, keys.readers, keys.writersWaiting],
-      ['dead-writer-token', 2_000, 60_000, 'dead', 'dead-writer', 1_000],
+      [keys.lock, keys.fence, keys.readers, keys.writersWaiting],
+      ['dead-writer-token', 2_000, 60_000, 'dead-writer', 1_000],
     );
     expect(Array.isArray(reply)).toBe(true);
     expect(await other.tryAcquire('doc:13', { mode: 'read' })).toBeNull();

@@ -15,19 +15,15 @@ declare const client: RedisCommander;
 export async function accepted(): Promise<void> {
   const fence: number | [number] = await acquireScript.run(
     client,
-    ['lock', 'lock:fence', 'lock:holder', 'lock:readers', 'lock:writers-waiting'],
-    ['t', 1_000, 60, 'id', '', 0],
+    ['lock', 'lock:fence', 'lock:readers', 'lock:writers-waiting'],
+    ['t', 1_000, 60, '', 0],
   );
   const uncontended: number | [number] = await acquireScript.run(
     client,
-    ['lock', 'lock:fence', 'lock:holder', 'lock:readers'],
-    ['t', 1_000, 61_000, 'id'],
+    ['lock', 'lock:fence', 'lock:readers'],
+    ['t', 1_000, 61_000],
   );
-  const released: 0 | 1 = await releaseScript.run(
-    client,
-    ['lock', 'lock:holder'],
-    ['t', 'PUBLISH'],
-  );
+  const released: 0 | 1 = await releaseScript.run(client, ['lock'], ['t', 'PUBLISH']);
   const fair: number | [number, number] = await fairAcquireScript.run(
     client,
     ['lock', 'fence', 'queue', 'waiters', 'holder', 'waiter-ids', 'readers'],
@@ -42,24 +38,24 @@ export async function accepted(): Promise<void> {
 }
 
 export async function refused(): Promise<void> {
-  const keys = ['l', 'l:fence', 'l:holder', 'l:readers', 'l:writers-waiting'] as const;
+  const keys = ['l', 'l:fence', 'l:readers', 'l:writers-waiting'] as const;
   // @ts-expect-error the fence counter key is missing
-  await acquireScript.run(client, ['lock', 'lock:holder'], ['t', 1_000, 60, 'id', '', 0]);
+  await acquireScript.run(client, ['lock'], ['t', 1_000, 60, '', 0]);
   // @ts-expect-error one argument too many
-  await acquireScript.run(client, keys, ['t', 1_000, 60, 'id', '', 0, 'x']);
+  await acquireScript.run(client, keys, ['t', 1_000, 60, '', 0, 'x']);
   // @ts-expect-error the lease and the token swapped
-  await acquireScript.run(client, keys, [1_000, 't', 60, 'id', '', 0]);
+  await acquireScript.run(client, keys, [1_000, 't', 60, '', 0]);
   // @ts-expect-error not a publish command
-  await releaseScript.run(client, ['lock', 'lock:holder'], ['t', 'SET']);
+  await releaseScript.run(client, ['lock'], ['t', 'SET']);
   // @ts-expect-error the channel is no argument: the script builds it from the lock key
-  await releaseScript.run(client, ['lock', 'lock:holder'], ['t', 'PUBLISH', 'channel']);
+  await releaseScript.run(client, ['lock'], ['t', 'PUBLISH', 'channel']);
   // @ts-expect-error the fence retention comes first
   await renewManyScript.run(client, ['a', 'a:fence', 'a:holder'], ['t', 1_000]);
   // @ts-expect-error a fence is a number, not a string reply
   const fence: string = await acquireScript.run(
     client,
-    ['lock', 'lock:fence', 'lock:holder', 'lock:readers', 'lock:writers-waiting'],
-    ['t', 1_000, 60, 'id', '', 0],
+    ['lock', 'lock:fence', 'lock:readers', 'lock:writers-waiting'],
+    ['t', 1_000, 60, '', 0],
   );
   void fence;
 }

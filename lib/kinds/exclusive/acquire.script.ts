@@ -1,5 +1,4 @@
 import { nextFenceLua } from '../../lua/fence.lua';
-import { writeHolderLua } from '../../lua/holder.lua';
 import { LuaScript } from '../../lua/lua-script';
 import { coverLua } from '../../lua/read-fence.lua';
 
@@ -10,32 +9,26 @@ import { coverLua } from '../../lua/read-fence.lua';
  * refused because of readers, or already waiting, it enters or refreshes its entry in the
  * writers' waiting set, which holds back new readers until it gets in, leaves, or its entry
  * lapses (`entryMs` after its last try); it is told to try again within a third of that.
- * Keys: the lock key, its fence counter, its holder record, its readers, and (only with a waiting
- * writer's id) its writers waiting (same hash slot).
- * Args: the token, the lease in ms, the fence counter's lifetime in ms (the lease plus how long
- * the counter outlives it), the holder's instance id (written beside the lease with the same PX,
- * for inspection), and only for a writer that will wait with writer priority: its id and its
- * entry's lifetime in ms. The uncontended try sends four keys and four args, read once each.
+ * Keys: the lock key, its fence counter, its readers, and (only with a waiting writer's id) its
+ * writers waiting (same hash slot).
+ * Args: the token (which carries who holds it, for inspection: see `newHolderToken`), the lease in
+ * ms, the fence counter's lifetime in ms (the lease plus how long the counter outlives it), and
+ * only for a writer that will wait with writer priority: its id and its entry's lifetime in ms.
+ * The uncontended try sends three keys and three args, and runs four commands (a new counter: the
+ * clock and a SET instead of the PEXPIRE).
  * Returns the fence (> 0) when granted, or -(ms until another try is worth it) when busy: the
  * holder's PTTL (0 if it expires now), or the last reader's lease left — in a table of its own,
  * {-ms}, when the writer is (now) in the waiting set, so the caller knows to leave it if it
  * gives up.
  */
 export const acquireScript = new LuaScript<
-  | readonly [lockKey: string, fenceKey: string, holderKey: string, readersKey: string]
-  | readonly [
-      lockKey: string,
-      fenceKey: string,
-      holderKey: string,
-      readersKey: string,
-      writersWaitingKey: string,
-    ],
-  | readonly [token: string, leaseMs: number, fenceLifetimeMs: number, instanceId: string]
+  | readonly [lockKey: string, fenceKey: string, readersKey: string]
+  | readonly [lockKey: string, fenceKey: string, readersKey: string, writersWaitingKey: string],
+  | readonly [token: string, leaseMs: number, fenceLifetimeMs: number]
   | readonly [
       token: string,
       leaseMs: number,
       fenceLifetimeMs: number,
-      instanceId: string,
       waitId: string,
       entryMs: number,
     ],
@@ -43,10 +36,10 @@ export const acquireScript = new LuaScript<
 >(
   'acquire',
   `
-local lockKey, fenceKey, holderKey, readersKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local token, leaseMs, fenceLifetimeMs, instanceId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
--- No waiting writer: no id, and its key (KEYS[5]) is neither sent nor touched.
-local waitId, entryMs = ARGV[5] or '', tonumber(ARGV[6])
+local lockKey, fenceKey, readersKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, leaseMs, fenceLifetimeMs = ARGV[1], ARGV[2], ARGV[3]
+-- No waiting writer: no id, and its key (KEYS[4]) is neither sent nor touched.
+local waitId, entryMs = ARGV[4] or '', tonumber(ARGV[5])
 -- Enters or refreshes this writer's entry; the next try comes before it can lapse.
 local function waitAsWriter(now, retry)
   redis.call('ZADD', waitingKey, now + entryMs, waitId)
@@ -69,9 +62,7 @@ if redis.call('EXISTS', readersKey) == 1 then
 end
 if redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
   if waitId ~= '' then redis.call('ZREM', waitingKey, waitId) end
-  -- One clock reading for the holder record and (a new counter) the first fence.
-  local clock = redis.call('TIME')
-${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs', 'clock')}${nextFenceLua('fenceKey', 'fenceLifetimeMs', 'clock')}
+${nextFenceLua('fenceKey', 'fenceLifetimeMs')}
   return fence
 end
 if redis.call('GET', lockKey) == token then

@@ -16,8 +16,6 @@ export class MemoryExclusiveLeases implements MemoryKindTwin {
     /** The readers' shares, which hold a writer back. */
     private readonly shared: MemoryReadLeases,
     private readonly hub: MemoryPubSubHub,
-    /** Written into the holder record of each grant, as the option `instanceId`. */
-    private readonly instanceId: string,
   ) {}
 
   acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): number {
@@ -27,7 +25,7 @@ export class MemoryExclusiveLeases implements MemoryKindTwin {
     }
     const holder = this.keys.lease(keys);
     if (!holder) {
-      this.keys.setLease(keys, token, ttl, this.instanceId);
+      this.keys.setLease(keys, token, ttl); // the token names its holder
       this.shared.granted(keys, how);
       return this.keys.nextFence(keys, ttl);
     }

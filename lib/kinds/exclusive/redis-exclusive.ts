@@ -35,17 +35,15 @@ export class RedisExclusiveLeases implements KindLeases {
       writer?.entered();
       return reply[0];
     };
-    const { lock, fence, holder, readers } = keys;
-    const { instanceId } = this.context;
+    const { lock, fence, readers } = keys;
     if (!writer) {
       // The uncontended try: no waiting writer, so neither its key nor its two args are sent.
-      const args = [token, ttl, lifetime, instanceId] as const;
-      return acquireScript.run(via, [lock, fence, holder, readers], args, mapped);
+      return acquireScript.run(via, [lock, fence, readers], [token, ttl, lifetime], mapped);
     }
     return acquireScript.run(
       via,
-      [lock, fence, holder, readers, keys.writersWaiting],
-      [token, ttl, lifetime, instanceId, writer.id, writer.entryMs],
+      [lock, fence, readers, keys.writersWaiting],
+      [token, ttl, lifetime, writer.id, writer.entryMs],
       mapped,
     );
   }
@@ -61,9 +59,7 @@ export class RedisExclusiveLeases implements KindLeases {
 
   release<T>(keys: LockRedisKeys, token: string, then: (deleted: boolean) => T): Promise<T> {
     const { client, publish } = this.context;
-    return releaseScript.run(client, [keys.lock, keys.holder], [token, publish()], (reply) =>
-      then(reply === 1),
-    );
+    return releaseScript.run(client, [keys.lock], [token, publish()], (reply) => then(reply === 1));
   }
 
   renew(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {

@@ -3,7 +3,7 @@ import { LuaScript, type PublishCommand } from '../../lua/lua-script';
 /**
  * Compare-and-delete: only the token that holds the key may delete it, atomically (no GET-then-DEL
  * window in which the lease expires and a new owner's key gets deleted).
- * Keys: the lock key, its holder record (deleted with it).
+ * Keys: the lock key (its value carries who holds it: nothing else to delete).
  * Args: the token, the publish command. The release channel is the lock key's name (as the
  * server sees it, any client key prefix included) plus `:released`, in the lock's hash slot: built
  * here rather than sent, one argument fewer on every release. It is no KEY: a key that never
@@ -12,16 +12,16 @@ import { LuaScript, type PublishCommand } from '../../lua/lua-script';
  * Returns 1 when we deleted our own lock, 0 when it had expired or belongs to someone else.
  */
 export const releaseScript = new LuaScript<
-  readonly [lockKey: string, holderKey: string],
+  readonly [lockKey: string],
   readonly [token: string, publish: PublishCommand],
   0 | 1
 >(
   'release',
   `
-local lockKey, holderKey = KEYS[1], KEYS[2]
+local lockKey = KEYS[1]
 local token, publish = ARGV[1], ARGV[2]
 if redis.call('GET', lockKey) == token then
-  redis.call('DEL', lockKey, holderKey)
+  redis.call('DEL', lockKey)
   -- Wake waiters at once instead of letting them sleep until their fallback timer. The message is
   -- our token, so our own process can tell the release it already handed off locally.
   redis.call(publish, lockKey .. ':released', token)
