@@ -17,7 +17,7 @@ import {
   RedisUnavailableError,
   type RedisConnectionOption,
 } from 'nestjs-redis-lock';
-import { createClient, createCluster, createSentinel } from 'redis';
+import { createClient, createClientPool, createCluster, createSentinel } from 'redis';
 import { lockServices, warmedUp } from './support/lock-services';
 import { onOwnCluster } from './support/own-cluster';
 import { startRedis, stopAllRedis } from './support/redis-server';
@@ -176,7 +176,7 @@ describe('a node-redis client as the redis option', () => {
     }
   });
 
-  it('refuses a node-redis Sentinel client at startup, naming what to pass instead', () => {
+  it('refuses a node-redis Sentinel client or client pool at startup, saying what to pass', () => {
     const sentinel = createSentinel({
       name: 'mymaster',
       sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }],
@@ -185,6 +185,10 @@ describe('a node-redis client as the redis option', () => {
       RedisLockConfigError,
     );
     expect(() => new LockService({ redis: asOption(sentinel), prefix })).toThrow(/Sentinel/);
+    const pool = createClientPool({ url: SHARED_REDIS_URL });
+    expect(() => new LockService({ redis: asOption(pool), prefix })).toThrow(
+      /Pass a `createClient\(\)` or `createCluster\(\)` client/,
+    );
   });
 });
 
