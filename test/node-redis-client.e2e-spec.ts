@@ -3,7 +3,8 @@
  * one does: grants, busy answers, extension, watchdog renewal, a waiter woken by the release
  * message (over a connection duplicated from the user's client), fair mode, read locks, permits,
  * multi-key locks, inspection and listing — and it excludes an ioredis-based instance on the same
- * keys, as two replicas with different clients would. The user's client stays open at close.
+ * keys, as two replicas with different clients would. The user's client stays open at close, and
+ * shutdown releases what is held.
  * Beside those: the EVAL fallback after SCRIPT FLUSH, `replicaAck` (WAIT through node-redis), a
  * node-redis `createCluster()` client, and the startup refusals (a Sentinel client; no client
  * package installed, in a process of its own where neither can be loaded).
@@ -12,6 +13,7 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { Logger } from '@nestjs/common';
 import {
+  LockLostError,
   LockService,
   RedisLockConfigError,
   RedisUnavailableError,
@@ -105,6 +107,20 @@ describe('a node-redis client as the redis option', () => {
     await (await waiter).release();
     await locks.close();
     expect(await nodeRedis.ping()).toBe('PONG');
+  });
+
+  it('at shutdown aborts and releases what it holds, and a waiter elsewhere gets in', async () => {
+    const closing = services.create({ redis: nodeRedis, shutdownGrace: 0 });
+    const other = await warmedUp(services.create({ redis: nodeRedis }));
+    const lock = await closing.acquire('shutdown', { ttl: 10_000 });
+    const waiter = other.acquire('shutdown', { wait: 5_000 });
+    await sleep(50);
+    await closing.close();
+    expect((lock.signal.reason as LockLostError).reason).toBe('shutdown');
+    // Woken by the release at close, long before the 10 s lease would have ended.
+    const next = await waiter;
+    expect(next.isHeld).toBe(true);
+    await next.release();
   });
 
   it('falls back to EVAL when the server forgot the scripts (SCRIPT FLUSH)', async () => {
