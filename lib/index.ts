@@ -60,7 +60,12 @@ export {
   type LockGraphQLErrorExtensions,
 } from './transports/graphql/lock-graphql-error';
 export { currentLock, outsideLocks } from './locking/lock-context';
-export type { RedisClient, RedisConnectionOption } from './redis/redis-client';
+export type {
+  NodeRedisCompatibleClient,
+  NodeRedisCompatibleCluster,
+  RedisClient,
+  RedisConnectionOption,
+} from './redis/redis-client';
 export {
   LockKeyError,
   LockLostError,

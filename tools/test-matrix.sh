@@ -30,7 +30,8 @@ fi
 # between versions: the engine (waiting, leases, watchdog, fair mode, reentrancy, the engine
 # contract, the Redis replies the in-memory backend must match), @Locked over HTTP, RPC and
 # WebSocket, fault scenarios 1–6, the other kinds (read-write, semaphores, multi-key, inspection of
-# each), an iovalkey client, and a Cluster. The rest (Sentinel, Redlock, fuzzers, scale and load faults,
+# each), an iovalkey and a node-redis client (the engine contract runs on node-redis too), and a
+# Cluster. The rest (Sentinel, Redlock, fuzzers, scale and load faults,
 # the other decorator files) runs on 7.0 only, in `npm test` (the whole suite: 4–5 min a version).
 SUBSET=(
   test/waiting.e2e-spec.ts
@@ -57,6 +58,7 @@ SUBSET=(
   test/multi-key/multi-key.e2e-spec.ts
   test/inspect-kinds.e2e-spec.ts
   test/iovalkey-client.e2e-spec.ts
+  test/node-redis-client.e2e-spec.ts
 )
 # A Cluster on every version: classic pub/sub on 6.2, sharded from 7.0 on.
 CLUSTER=(test/topology/cluster.e2e-spec.ts)

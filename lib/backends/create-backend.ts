@@ -1,7 +1,10 @@
-import { Cluster } from 'ioredis';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { ClientWatch, ConnectionWatch } from '../redis/connection-watch';
-import { openRedisConnection, type RedisConnection } from '../redis/redis-client';
+import {
+  openClusterConnection,
+  openRedisConnection,
+  type RedisConnection,
+} from '../redis/redis-client';
 import { REDLOCK_DRIFT_FACTOR } from '../util/clock';
 import type { LockBackend } from './lock-backend';
 import { RedisBackend } from './redis.backend';
@@ -42,7 +45,7 @@ export function createBackend(options: ResolvedRedisLockOptions): CreatedBackend
     };
   }
   const connection: RedisConnection = options.cluster
-    ? { client: new Cluster(options.cluster.nodes, options.cluster.options), owned: true }
+    ? openClusterConnection(options.cluster.nodes, options.cluster.options)
     : openRedisConnection(options.redis);
   const watch = new ClientWatch(connection.client);
   return {

@@ -219,6 +219,18 @@ export const messages = {
   shuttingDown: () =>
     'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +
     'shutdown begins (stop consumers and schedulers first), or retry on another instance.',
+  noRedisClientPackage: () =>
+    'nestjs-redis-lock needs a Redis client package to open its connection, and neither `ioredis` ' +
+    'nor `redis` (node-redis v5) is installed. Run `npm install ioredis` (or `npm install redis`), ' +
+    'or pass a client you made as the `redis` option.',
+  needsIoredis: (what: string) =>
+    `${what} are ioredis options, and \`ioredis\` is not installed (only \`redis\`, node-redis). ` +
+    'Run `npm install ioredis`, or pass a node-redis client you made (`createClient(...)`, ' +
+    '`createCluster(...)`, connected) as the `redis` option.',
+  nodeRedisUnsupported: (kind: string) =>
+    `The \`redis\` option is a node-redis ${kind}, which nestjs-redis-lock does not support. ` +
+    'Pass a `createClient()` or `createCluster()` client, or ioredis Sentinel options ' +
+    '(`{ sentinels, name }`) with `ioredis` installed.',
 };
 
 /** Why a Redlock acquire found no quorum: how many nodes voted, and what the others did. */

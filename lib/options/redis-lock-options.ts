@@ -58,8 +58,9 @@ export interface RedisLockModuleOptions {
   /**
    * Redis to lock on: a URL (`redis://host:6379/0`, `rediss://` for TLS), ioredis options
    * (including Sentinel options), or an existing ioredis `Redis`/`Cluster` client — or an
-   * `iovalkey` one, which has ioredis' interface. The module closes only connections it created
-   * itself.
+   * `iovalkey` one, which has ioredis' interface, or a connected node-redis v5 `createClient()` /
+   * `createCluster()` one. The module closes only connections it created itself: with ioredis
+   * when it is installed, else with node-redis.
    * @default 'redis://127.0.0.1:6379'
    */
   redis?: RedisConnectionOption;

@@ -1,5 +1,21 @@
 import { ReplyError } from 'ioredis';
-import { finalReplyErrorCode, refusedUnrun } from './reply-error';
+import { ErrorReply, SimpleError } from 'redis';
+import { finalReplyErrorCode, isReplyError, refusedUnrun } from './reply-error';
+
+describe('isReplyError', () => {
+  it("knows ioredis' ReplyError and node-redis' ErrorReply and its subclasses", () => {
+    expect(isReplyError(new ReplyError('WRONGTYPE x'))).toBe(true);
+    expect(isReplyError(new ErrorReply('WRONGTYPE x'))).toBe(true);
+    expect(isReplyError(new SimpleError('NOSCRIPT x'))).toBe(true);
+    expect(finalReplyErrorCode(new SimpleError('WRONGTYPE x'))).toBe('WRONGTYPE');
+    expect(refusedUnrun(new SimpleError('TRYAGAIN x'))).toBe(true);
+  });
+
+  it('is false for a dropped connection or a timeout, whatever its message', () => {
+    expect(isReplyError(new Error('WRONGTYPE x'))).toBe(false);
+    expect(isReplyError('WRONGTYPE x')).toBe(false);
+  });
+});
 
 describe('finalReplyErrorCode', () => {
   it.each([

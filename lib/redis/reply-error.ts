@@ -14,11 +14,25 @@ const TRANSIENT_CODES = new Set([
 ]);
 
 /**
+ * Whether `error` is an error reply of the server: ioredis names it `ReplyError`; node-redis throws
+ * an `ErrorReply` (or its `SimpleError`/`BlobError`), which keeps the name `Error`, so it is known
+ * by its class — by name, as the class may come from another copy of the package.
+ */
+export function isReplyError(error: unknown): error is Error {
+  if (!(error instanceof Error)) return false;
+  if (error.name === 'ReplyError') return true;
+  for (let at: unknown = Object.getPrototypeOf(error); at; at = Object.getPrototypeOf(at)) {
+    if ((at as { constructor?: { name?: string } }).constructor?.name === 'ErrorReply') return true;
+  }
+  return false;
+}
+
+/**
  * The code of a Redis error reply that retrying cannot fix (`WRONGTYPE …` → `WRONGTYPE`), or
  * undefined for anything else: a transient reply, a timeout, a dropped connection.
  */
 export function finalReplyErrorCode(error: unknown): string | undefined {
-  if (!(error instanceof Error) || error.name !== 'ReplyError') return undefined;
+  if (!isReplyError(error)) return undefined;
   const code = replyCode(error.message);
   return TRANSIENT_CODES.has(code) ? undefined : code;
 }
@@ -29,7 +43,7 @@ export function finalReplyErrorCode(error: unknown): string | undefined {
  */
 export function refusedForLackOfReplicas(error: unknown): boolean {
   for (let at = error, depth = 0; at instanceof Error && depth < 5; depth++) {
-    if (at.name === 'ReplyError' && replyCode(at.message) === 'NOREPLICAS') return true;
+    if (isReplyError(at) && replyCode(at.message) === 'NOREPLICAS') return true;
     at = at.cause;
   }
   return false;
@@ -72,7 +86,7 @@ const REDIRECTS =
  */
 export function refusedUnrun(error: unknown): boolean {
   for (let at = error; at instanceof Error; at = at.cause) {
-    if (at.name === 'ReplyError' && UNRUN_CODES.has(/^[A-Z]+/.exec(at.message)?.[0] ?? '')) {
+    if (isReplyError(at) && UNRUN_CODES.has(/^[A-Z]+/.exec(at.message)?.[0] ?? '')) {
       return true;
     }
     if (REDIRECTS.test(at.message)) return true;

@@ -1,7 +1,7 @@
 /**
  * One contract of engine behaviours, through the public LockService and `@Locked`, run on both
  * backends: the shared Redis (its own key prefix) and the in-memory backend of
- * `nestjs-redis-lock/testing`. The expectations are written once: a change that makes the memory
+ * `nestjs-redis-lock/testing` — and the shared Redis once more through a node-redis client. The expectations are written once: a change that makes the memory
  * backend answer otherwise than Redis fails here, on the memory side.
  *
  * Times are real on both sides (the watchdog, waits and leases run on real timers), with margins
@@ -19,6 +19,7 @@ import {
   type LockHandle,
 } from 'nestjs-redis-lock';
 import { RedisLockTestingModule, type RedisLockTestingOptions } from 'nestjs-redis-lock/testing';
+import { createClient } from 'redis';
 import { MemoryLockBackend } from '../../lib/backends/memory.backend';
 import { lockServiceOn } from '../../lib/testing/lock-service-on';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
@@ -38,6 +39,13 @@ interface ContractBackend {
 }
 
 const prefix = uniquePrefix('engine-contract');
+/** One node-redis client for every instance, as an app shares its own; its keys apart. */
+const nodeRedis = createClient({ url: SHARED_REDIS_URL });
+nodeRedis.on('error', () => undefined);
+const onNodeRedis = {
+  redis: nodeRedis,
+  prefix: `${prefix}node-redis:`,
+};
 const backends: ContractBackend[] = [
   {
     name: 'Redis',
@@ -53,6 +61,12 @@ const backends: ContractBackend[] = [
     },
     module: (options) => RedisLockTestingModule.forRoot(options),
   },
+  {
+    name: 'Redis through node-redis',
+    instances: (options) => () => new LockService({ ...onNodeRedis, ...options }),
+    module: (options) =>
+      RedisLockModule.forRoot({ ...onNodeRedis, startupCheck: 'off', ...options }),
+  },
 ];
 
 /**
@@ -64,10 +78,13 @@ function sharedMemory(): MemoryLockBackend {
   return Object.create(memory, { close: { value: () => Promise.resolve() } }) as MemoryLockBackend;
 }
 
+beforeAll(() => nodeRedis.connect());
+
 afterAll(async () => {
   const redis = redisClient();
   await deleteKeys(redis, prefix);
   await redis.quit();
+  await nodeRedis.close();
 });
 
 @Injectable()
