@@ -20,6 +20,7 @@ import { MemoryFairQueue } from './memory-fair';
 import { MemoryFairPermits } from './memory-fair-permits';
 import { MemoryPermits } from './memory-permits';
 import { MemoryPubSubHub } from './memory-pubsub';
+import { MEMORY } from './store-capabilities';
 
 /** Options of a {@link MemoryLockBackend}. */
 export interface MemoryLockBackendOptions {
@@ -61,6 +62,7 @@ export interface MemoryLockBackendOptions {
  * Nothing happens at import, and it needs no Redis.
  */
 export class MemoryLockBackend implements FairLockBackend {
+  readonly capabilities = MEMORY;
   private readonly keys: MemoryKeyspace;
   private readonly hub = new MemoryPubSubHub();
   private closed = false;
@@ -113,11 +115,6 @@ export class MemoryLockBackend implements FairLockBackend {
   /** All or none, as the script does (see MemoryAcquireAll). */
   acquireAll(...args: Parameters<MemoryAcquireAll['acquire']>): Promise<AcquireAllReply> {
     return this.command(() => this.allOrNone.acquire(...args));
-  }
-
-  /** One server: any keys. */
-  canAcquireAll(): boolean {
-    return true;
   }
 
   leaveWriters(keys: LockRedisKeys, id: string): Promise<void> {
