@@ -34,7 +34,7 @@ import { ReleaseNotifier } from './release-notifier';
 import type { RenewalStatus } from './renewal-record';
 import { Watchdog } from './watchdog';
 
-export type { EngineBackend, LockStore } from './engine-backend';
+export { createLockStore, type EngineBackend, type LockStore } from './engine-backend';
 
 /**
  * The lifecycle of the locks of one LockService: acquire calls (plain or fair, as the options

@@ -20,7 +20,6 @@ import {
 } from 'nestjs-redis-lock';
 import { RedisLockTestingModule, type RedisLockTestingOptions } from 'nestjs-redis-lock/testing';
 import { MemoryLockBackend } from '../../lib/backends/memory.backend';
-import { lockServiceOn } from '../../lib/testing/lock-service-on';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { now, sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
@@ -48,21 +47,13 @@ const backends: ContractBackend[] = [
   {
     name: 'memory',
     instances: (options) => {
-      const backend = sharedMemory();
-      return () => lockServiceOn({ backend }, options);
+      // One store for several services: each is given it, and so none closes it.
+      const store = { backend: new MemoryLockBackend() };
+      return () => new LockService(options, store);
     },
     module: (options) => RedisLockTestingModule.forRoot(options),
   },
 ];
-
-/**
- * One in-memory backend for several LockServices: each service closes its backend when it
- * closes, so each gets a view whose close() leaves the shared locks open for the others.
- */
-function sharedMemory(): MemoryLockBackend {
-  const memory = new MemoryLockBackend();
-  return Object.create(memory, { close: { value: () => Promise.resolve() } }) as MemoryLockBackend;
-}
 
 afterAll(async () => {
   const redis = redisClient();
