@@ -1,6 +1,8 @@
 // The public API, named one by one (as @nestjs/terminus does): anything not here is internal.
 export { RedisLockModule } from './module/redis-lock.module';
 export { REDIS_LOCK_OPTIONS } from './module/redis-lock.module-definition';
+export { LOCK_STORE } from './module/lock-store';
+export type { LockStore } from './engine/lock-engine';
 export type {
   ClusterConnectionOptions,
   LockErrorDetails,

@@ -10,6 +10,7 @@ import type { LockBackend } from './lock-backend';
 import { RedisBackend } from './redis.backend';
 import { RedlockBackend } from './redlock.backend';
 import { RedlockNode } from './redlock-node';
+import { assertServesOptions, capabilitiesFor } from './store-capabilities';
 
 /** A backend and the watch over the connections it uses. */
 export interface CreatedBackend {
@@ -17,8 +18,12 @@ export interface CreatedBackend {
   connections: ConnectionWatch;
 }
 
-/** Picks the backend the options describe: Redlock nodes, a Cluster, or one Redis. */
+/**
+ * Picks the backend the options describe: Redlock nodes, a Cluster, or one Redis. Refuses first,
+ * before any connection opens, module options that store cannot serve (`fair` on Redlock, say).
+ */
 export function createBackend(options: ResolvedRedisLockOptions): CreatedBackend {
+  assertServesOptions(capabilitiesFor(options), options);
   if (options.redlock) {
     const { nodes, nodeTimeout = 200, driftFactor = REDLOCK_DRIFT_FACTOR } = options.redlock;
     const restartGrace = options.redlock.restartGrace ?? options.ttl;

@@ -3,6 +3,7 @@ import type { ReleasePubSub } from '../redis/release-pubsub';
 import type { RawLockInfo } from './lock-info';
 import type { EvictedLock } from './lock-eviction';
 import type { LockNamesPage } from './lock-scan';
+import type { StoreCapabilities } from './store-capabilities';
 
 /** What one fair-mode try found. */
 export type FairAcquireReply =
@@ -49,19 +50,20 @@ export interface AcquireTry {
  * independent primaries. The engine above it (waiting, watchdog, handles) is the same for all.
  */
 export interface LockBackend {
+  /** The kinds and strategies it serves: what the engine and the service check options against. */
+  readonly capabilities: StoreCapabilities;
   /** Tries once. Resolves the new fence (> 0) when granted, else -(holder's PTTL in ms). */
   acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number>;
   /**
    * Multi-key locks: tries once for all of `keys` in one atomic step, `tokens[i]` for `keys[i]`
-   * — all granted, or none. Absent (Redlock): the engine takes the keys one by one in order.
+   * — all granted, or none. Used where `capabilities.acquireAll` allows it; absent (Redlock):
+   * the engine takes the keys one by one in order.
    */
   acquireAll?(
     keys: readonly LockRedisKeys[],
     tokens: readonly string[],
     ttl: number,
   ): Promise<AcquireAllReply>;
-  /** Whether `acquireAll` can take these keys now (a Cluster: only keys of one slot). */
-  canAcquireAll?(keys: readonly LockRedisKeys[]): boolean;
   /**
    * Tries once, for the kind of lease `keys.kind` names (a reader's share: `'read'`). Resolves
    * the fence (> 0) when granted — a reader's is the counter as it stands — else -(ms until
@@ -140,8 +142,12 @@ export interface FairLockBackend extends LockBackend {
   fairRelease(keys: LockRedisKeys, token: string): Promise<boolean>;
 }
 
-/** Whether `backend` serves fair mode (has the fair-mode commands). */
+/** Whether `backend` serves fair mode: it says so, and has the fair-mode commands. */
 export function servesFairMode(backend: LockBackend): backend is FairLockBackend {
   const fair = backend as Partial<FairLockBackend>;
-  return typeof fair.fairAcquire === 'function' && typeof fair.fairRelease === 'function';
+  return (
+    backend.capabilities.fair &&
+    typeof fair.fairAcquire === 'function' &&
+    typeof fair.fairRelease === 'function'
+  );
 }

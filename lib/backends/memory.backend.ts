@@ -22,6 +22,7 @@ import { renewByKind, twinLeases, type FairLeases, type KindTable } from '../kin
 import { MemoryFairPermits } from '../kinds/semaphore/memory-fair-permits';
 import { MemoryPermits } from '../kinds/semaphore/memory-permits';
 import { MemoryPubSubHub } from './memory-pubsub';
+import { MEMORY } from './store-capabilities';
 
 /** Options of a {@link MemoryLockBackend}. */
 export interface MemoryLockBackendOptions {
@@ -63,6 +64,7 @@ export interface MemoryLockBackendOptions {
  * Nothing happens at import, and it needs no Redis.
  */
 export class MemoryLockBackend implements FairLockBackend {
+  readonly capabilities = MEMORY;
   private readonly keys: MemoryKeyspace;
   private readonly hub = new MemoryPubSubHub();
   private closed = false;
@@ -107,11 +109,6 @@ export class MemoryLockBackend implements FairLockBackend {
   /** All or none, as the script does (see MemoryAcquireAll). */
   acquireAll(...args: Parameters<MemoryAcquireAll['acquire']>): Promise<AcquireAllReply> {
     return this.command(() => this.allOrNone.acquire(...args));
-  }
-
-  /** One server: any keys. */
-  canAcquireAll(): boolean {
-    return true;
   }
 
   leaveWriters(keys: LockRedisKeys, id: string): Promise<void> {

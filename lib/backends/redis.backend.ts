@@ -18,7 +18,8 @@ import { RedisReadLeases } from '../kinds/read/redis-read';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { AcknowledgedGrants } from './acknowledged-grants';
-import { acquireAllOnRedis, oneSlot } from './acquire-all';
+import { acquireAllOnRedis } from './acquire-all';
+import { redisCapabilities, type StoreCapabilities } from './store-capabilities';
 import type {
   AcquireAllReply,
   AcquireTry,
@@ -36,6 +37,8 @@ import { renewByKind, type FairLeases, type KindTable } from '../kinds/kind-leas
 
 /** Locks on one Redis: a single primary (optionally Sentinel-managed) or a Cluster. */
 export class RedisBackend implements FairLockBackend {
+  /** One Redis serves every kind and strategy; a Cluster and `replicaAck` narrow them. */
+  readonly capabilities: StoreCapabilities;
   private readonly client: RedisClient & RedisCommander;
   /**
    * On a Cluster, which pub/sub mode its nodes have: releases publish with `SPUBLISH` (sharded
@@ -68,6 +71,7 @@ export class RedisBackend implements FairLockBackend {
   ) {
     this.client = connection.client;
     this.cluster = isClusterClient(connection.client);
+    this.capabilities = redisCapabilities(this.cluster, !!replicaAck);
     this.keyPrefix = String(connection.client.options.keyPrefix ?? '');
     const publishing = () => ({
       publish: this.publish,
@@ -119,11 +123,6 @@ export class RedisBackend implements FairLockBackend {
   ): Promise<AcquireAllReply> {
     const { client, fenceRetention } = this;
     return acquireAllOnRedis({ client, ttl, fenceRetention }, keys, tokens);
-  }
-
-  /** One Redis: always; a Cluster: keys of one slot; `replicaAck`: never (grants wait per key). */
-  canAcquireAll(keys: readonly LockRedisKeys[]): boolean {
-    return !this.acknowledged && (!this.cluster || oneSlot(keys));
   }
 
   leaveWriters(keys: LockRedisKeys, id: string): Promise<void> {

@@ -1,9 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { messages, type RedlockTally } from '../errors/messages';
-import { readWriteMessages } from '../errors/read-write-messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { semaphoreMessages } from '../errors/semaphore-messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { combineReleasePubSubs, type ReleasePubSub } from '../redis/release-pubsub';
 import { redlockDrift } from '../util/clock';
@@ -13,6 +10,7 @@ import type { RawLockInfo } from './lock-info';
 import type { EvictedLock } from './lock-eviction';
 import type { LockNamesPage } from './lock-scan';
 import { mergeEvictions, quorumLockInfo } from './redlock-inspect';
+import { REDLOCK } from './store-capabilities';
 import type { NodeGrant, NodeRenewal, QuorumNode } from './redlock-node';
 
 /**
@@ -30,6 +28,8 @@ import type { NodeGrant, NodeRenewal, QuorumNode } from './redlock-node';
  * higher — unless that node also lost its counter (a restart), which then restarts from the clock.
  */
 export class RedlockBackend implements LockBackend {
+  /** Exclusive locks only: the engine and the service refuse the rest before a node is asked. */
+  readonly capabilities = REDLOCK;
   private readonly quorum: number;
   private readonly logger = new Logger('RedisLock');
 
@@ -48,10 +48,6 @@ export class RedlockBackend implements LockBackend {
   }
 
   async acquire(keys: LockRedisKeys, token: string, ttl: number): Promise<number> {
-    // No single server to count a semaphore's holders on: refused before any node is asked.
-    if (keys.kind.type === 'semaphore') throw new RedisLockConfigError(semaphoreMessages.redlock());
-    // A reader's share would need a quorum of its own: refused (the service refuses it first).
-    if (keys.kind.type === 'read') throw new RedisLockConfigError(readWriteMessages.redlock());
     const started = performance.now();
     const replies = await this.onEveryNode((node) => node.acquire(keys, token, ttl));
     const granted = replies.filter((grant): grant is NodeGrant => (grant?.reply ?? 0) > 0);

@@ -4,6 +4,7 @@ import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import type { LockSource } from '../locking/lock-source';
 import { isInternalLockSource, lockSourceFor } from '../locking/public-lock-source';
+import { leaseKindOf } from '../options/permits-option';
 import { readWriteRequest } from '../options/read-write-options';
 import { LockService } from '../service/lock.service';
 import { warnIfEventsDrop } from '../transports/messages/event-handlers';
@@ -94,9 +95,13 @@ export class LockedExplorer implements OnModuleInit {
         // Each placeholder's one source is decided now: a typo or an ambiguous name stops the start.
         assertRoutePlaceholders(spec, wrapper.metatype ?? prototype.constructor, method);
       }
-      // Read locks on Redlock, writer priority off in fair mode: refused now, not at a first call.
-      // (A test double in LockService's place has no such module options: nothing to refuse.)
-      if (isInternalLockSource(this.locks)) readWriteRequest(spec.options, this.locks.options);
+      // Writer priority off in fair mode, a kind the store does not serve (permits or read locks
+      // on Redlock): refused now, not at a first call. (A test double in LockService's place has
+      // no such module options or store: nothing to refuse.)
+      if (isInternalLockSource(this.locks)) {
+        readWriteRequest(spec.options, this.locks.options);
+        this.locks.engine.assertServes(leaseKindOf(spec.options));
+      }
       if (Reflect.hasMetadata(NestMetadata.schedulerType, method)) warnIfTicksRunTwice(spec, locks);
       if (isController) {
         warnIfEventsDrop(

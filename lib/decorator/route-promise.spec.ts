@@ -3,14 +3,13 @@ import { Readable } from 'node:stream';
 import { MemoryLockBackend } from '../backends/memory.backend';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
 import { currentLock } from '../locking/lock-context';
-import { withGivenBackend } from '../service/given-backend';
 import { LockService } from '../service/lock.service';
 import { lockRouteCall } from './route-promise';
 
 /** The Promise form of a route's lock (`callLocked` under `lockRouteCall`), on the memory backend. */
 describe('lockRouteCall', () => {
   const backend = new MemoryLockBackend();
-  const locks = withGivenBackend({ backend }, () => new LockService());
+  const locks = new LockService({}, { backend, closedByService: true });
   afterAll(() => locks.close());
   const present = { left: false };
   const unmapped = (error: unknown): unknown => error;

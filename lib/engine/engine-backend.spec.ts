@@ -1,12 +1,16 @@
 import type { LockBackend } from '../backends/lock-backend';
+import { REDLOCK } from '../backends/store-capabilities';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { resolveOptions } from '../options/resolve-options';
 import { LockEngine } from './lock-engine';
 
-/** Just enough of a backend to take and free one lock in memory: no pub/sub, no expiry. */
-function memoryBackend(): LockBackend {
+/**
+ * Just enough of a backend to take and free one lock in memory: no pub/sub, no expiry, exclusive
+ * locks only (it has no fair-mode commands, and says so).
+ */
+function memoryBackend(close: () => Promise<void> = async () => undefined): LockBackend {
   const holders = new Map<string, string>();
   let fence = 0;
   const pubSub: ReleasePubSub = {
@@ -18,6 +22,7 @@ function memoryBackend(): LockBackend {
   };
   const owns = (keys: LockRedisKeys, token: string): boolean => holders.get(keys.lock) === token;
   return {
+    capabilities: { ...REDLOCK, store: 'a fake' },
     acquire: async (keys, token, ttl) => {
       if (holders.has(keys.lock)) return -ttl;
       holders.set(keys.lock, token);
@@ -37,7 +42,7 @@ function memoryBackend(): LockBackend {
     scan: async () => ({ names: [...holders.keys()] }),
     createPubSub: () => pubSub,
     drift: () => 0,
-    close: async () => undefined,
+    close,
   };
 }
 
@@ -57,10 +62,33 @@ describe('LockEngine on a backend it is given', () => {
     await engine.close();
   });
 
-  it('refuses fair mode, when constructed, on a backend without the fair-mode commands', () => {
+  it('refuses fair mode, when constructed, on a store that does not serve it', () => {
     const options = resolveOptions({ fair: true, startupCheck: 'off' });
-    expect(() => new LockEngine(options, { backend: memoryBackend() })).toThrow(
-      RedisLockConfigError,
-    );
+    const create = () => new LockEngine(options, { backend: memoryBackend() });
+    expect(create).toThrow(RedisLockConfigError);
+    expect(create).toThrow(/`fair` is "set with a fake"/);
+    // A store that claims fair mode without the commands is refused all the same.
+    const claims = { ...memoryBackend(), capabilities: { ...REDLOCK, fair: true } };
+    expect(() => new LockEngine(options, { backend: claims })).toThrow(/no fair-mode commands/);
+  });
+
+  it('refuses a kind of lease the store does not serve, before the store is asked', () => {
+    const backend = memoryBackend();
+    const acquire = jest.spyOn(backend, 'acquire');
+    const engine = new LockEngine(resolveOptions({ startupCheck: 'off' }), { backend });
+    expect(() => engine.assertServes({ type: 'semaphore', permits: 2 })).toThrow(/Semaphores/);
+    expect(() => engine.assertServes({ type: 'read' })).toThrow(/Read locks/);
+    expect(() => engine.assertServes({ type: 'exclusive' })).not.toThrow();
+    expect(acquire).not.toHaveBeenCalled();
+  });
+
+  it('closes the store only when it was made for the service (closedByService)', async () => {
+    const options = resolveOptions({ startupCheck: 'off' });
+    const kept = jest.fn(async () => undefined);
+    await new LockEngine(options, { backend: memoryBackend(kept) }).close();
+    expect(kept).not.toHaveBeenCalled();
+    const ours = jest.fn(async () => undefined);
+    await new LockEngine(options, { backend: memoryBackend(ours), closedByService: true }).close();
+    expect(ours).toHaveBeenCalledTimes(1);
   });
 });

@@ -1,20 +1,51 @@
+import { createBackend } from '../backends/create-backend';
 import { servesFairMode, type FairLockBackend, type LockBackend } from '../backends/lock-backend';
+import { assertServesOptions } from '../backends/store-capabilities';
 import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { ConnectionWatch } from '../redis/connection-watch';
 
 /**
- * The backend an engine runs on. `createBackend(options)` gives the real one for the options
- * (one Redis, a Cluster, or a Redlock quorum, with the watch over its connections); a unit test
- * passes a fake, without connections.
+ * A lock store as a `LockService` runs on it: the backend (one Redis, a Cluster, a Redlock quorum,
+ * or memory) and the watch over its connections. `RedisLockModule` provides one under `LOCK_STORE`,
+ * built from its options; `RedisLockTestingModule` provides an in-memory one there instead. Opaque
+ * outside the package: its members are internal.
  */
-export interface EngineBackend {
-  backend: LockBackend;
+export interface LockStore {
+  /** @internal */
+  readonly backend: LockBackend;
   /**
    * The health of the backend's connections: lock calls fail at once, with the cause, while they
    * cannot work. Absent for a backend without connections (an in-memory fake): always healthy.
+   * @internal
    */
-  connections?: ConnectionWatch;
+  readonly connections?: ConnectionWatch;
+  /**
+   * Whether the service that runs on it closes it, last in its `close()` (after the drain and
+   * the releases): true for a store made for that one service (`createLockStore`, the modules'
+   * factories). Otherwise its creator closes it, after the service. @internal
+   */
+  readonly closedByService?: boolean;
+}
+
+/** The name the engine's internals know a store by. */
+export type EngineBackend = LockStore;
+
+/**
+ * The store the options describe, made for one service (which closes it): refuses first what that
+ * store cannot serve, before it connects.
+ */
+export function createLockStore(options: ResolvedRedisLockOptions): LockStore {
+  return { ...createBackend(options), closedByService: true };
+}
+
+/**
+ * Refuses a store that cannot serve the module's options: the check `createLockStore` made before
+ * connecting, made again for a store given from elsewhere (the testing module's, a test's fake).
+ */
+export function assertStoreServes(store: LockStore, options: ResolvedRedisLockOptions): void {
+  assertServesOptions(store.backend.capabilities, options);
 }
 
 /** A watch over no connections: never blocked, it lets every command through as it is. */

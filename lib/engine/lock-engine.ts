@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
-import { createBackend } from '../backends/create-backend';
 import type { FairLockBackend, LockBackend } from '../backends/lock-backend';
+import { assertServesKind } from '../backends/store-capabilities';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { messages } from '../errors/messages';
 import type { LeaseKind } from '../keys/lease-kind';
@@ -13,7 +13,13 @@ import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request
 import { BackgroundCleanups } from './background-cleanups';
 import { CallsInProgress } from './calls-in-progress';
 import { boundedCommand } from './command-errors';
-import { fairBackendOf, noConnections, type EngineBackend } from './engine-backend';
+import {
+  assertStoreServes,
+  createLockStore,
+  fairBackendOf,
+  noConnections,
+  type LockStore,
+} from './engine-backend';
 import { LockInspection } from './lock-inspection';
 import { FairAcquirer } from './fair-acquirer';
 import type { HeldLock } from './held-lock';
@@ -28,7 +34,7 @@ import { ReleaseNotifier } from './release-notifier';
 import type { RenewalStatus } from './renewal-record';
 import { Watchdog } from './watchdog';
 
-export type { EngineBackend } from './engine-backend';
+export { createLockStore, type EngineBackend, type LockStore } from './engine-backend';
 
 /**
  * The lifecycle of the locks of one LockService: acquire calls (plain or fair, as the options
@@ -44,6 +50,8 @@ export class LockEngine implements LockOperations<HeldLock> {
   /** Inspection, listing and forced removal, for operators (`LockService.inspect` and others). */
   readonly inspection: LockInspection;
   private readonly backend: LockBackend;
+  /** Whether `close()` closes the store: its creator does, and one made for us is ours. */
+  private readonly closesStore: boolean;
   /** Fair mode: the backend, with the fair-mode commands it was checked to have. */
   private readonly fairBackend?: FairLockBackend;
   private readonly releaser: LeaseReleaser;
@@ -67,16 +75,19 @@ export class LockEngine implements LockOperations<HeldLock> {
   private readonly calls = new CallsInProgress();
 
   /**
-   * Runs on the backend `createBackend(options)` opens, unless given one (a unit test's fake,
-   * whose missing connection watch means "always healthy"). Throws when fair mode is on and the
-   * backend does not serve it.
+   * Runs on the store `createLockStore(options)` opens, unless given one (the module's, the testing
+   * module's in-memory one, a unit test's fake whose missing connection watch means "always
+   * healthy"). Throws when the store cannot serve the options (`fair` on Redlock, say).
    */
   constructor(
     readonly options: ResolvedRedisLockOptions,
-    { backend, connections = noConnections() }: EngineBackend = createBackend(options),
+    store: LockStore = createLockStore(options),
   ) {
+    assertStoreServes(store, options);
+    const { backend, connections = noConnections() } = store;
     this.backend = backend;
     this.connections = connections;
+    this.closesStore = store.closedByService ?? false;
     this.lifecycle = new LockLifecycle(this.events, this.logger, options);
     this.inspection = new LockInspection(backend, options.prefix, (command, operation, subject) =>
       this.bounded(command, operation, subject),
@@ -160,6 +171,14 @@ export class LockEngine implements LockOperations<HeldLock> {
     return this.backend.drift(ttl);
   }
 
+  /**
+   * Refuses a kind of lease this engine's store cannot grant (permits on Redlock, say): called
+   * where a call's or a decoration's options are read, before anything reaches the store.
+   */
+  assertServes(kind: LeaseKind | undefined): void {
+    assertServesKind(this.backend.capabilities, kind);
+  }
+
   reportLost(lock: HeldLock, error: LockLostError, handle: LockHandle = lock): void {
     if (lock.unseen) return; // nobody was given it: the acquire call deals with the loss
     this.logger.warn(error.message);
@@ -189,10 +208,11 @@ export class LockEngine implements LockOperations<HeldLock> {
     return (this.drained ??= this.drainOnce());
   }
 
-  /** Shutdown: `drain()`, then closes what we opened. */
+  /** Shutdown: `drain()`, then closes the store if it was made for this engine's service. */
   close(): Promise<void> {
     return (this.closed ??= this.drain().then(async () => {
       await this.notifier.close();
+      if (!this.closesStore) return;
       await this.backend.close();
       this.connections.detach();
     }));

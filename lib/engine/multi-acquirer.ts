@@ -1,3 +1,4 @@
+import { oneSlot } from '../backends/acquire-all';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow } from '../util/clock';
 import type { AcquireContext } from './acquire-context';
@@ -28,9 +29,9 @@ export class MultiAcquirer {
 
   /** Whether `keys` are taken in one atomic step (rather than one by one in order). */
   atOnce(keys: readonly string[]): boolean {
-    const { backend } = this;
-    const redisKeys = keys.map((key) => this.context.keysOf(key));
-    return !this.fair && !!backend.acquireAll && (backend.canAcquireAll?.(redisKeys) ?? false);
+    const { acquireAll } = this.backend.capabilities;
+    if (this.fair || !this.backend.acquireAll || acquireAll === 'never') return false;
+    return acquireAll === 'any-keys' || oneSlot(keys.map((key) => this.context.keysOf(key)));
   }
 
   async acquire(request: MultiAcquireRequest): Promise<MultiAcquireOutcome> {

@@ -5,13 +5,16 @@ import { LockedExplorer } from '../decorator/locked.explorer';
 import { LockedInterceptor } from '../decorator/locked.interceptor';
 import { LockService } from '../service/lock.service';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
+import type { LockStore } from '../engine/lock-engine';
 import { LockErrorAnswers } from './lock-error-answers';
+import { LOCK_STORE, lockStoreProvider } from './lock-store';
 import { ConfigurableModuleClass, REDIS_LOCK_OPTIONS } from './redis-lock.module-definition';
 import { RedisLockStartupCheck } from './startup-check';
 
 /**
- * Provides `LockService`, also to the `@Locked` methods of every provider and controller of the
- * modules that see it (Nest injects it into each instance, in any scope), checks `@Locked` keys at
+ * Provides `LockService` on the lock store its options describe (provided under `LOCK_STORE`),
+ * also to the `@Locked` methods of every provider and controller of the modules that see it (Nest
+ * injects it into each instance, in any scope), checks `@Locked` keys and lock kinds at
  * bootstrap, provides the interceptor `@Locked` routes use, and answers lock failures that reach
  * Nest's default exception handling as `@Locked` routes do (`answerLockErrors`). Global by default
  * (`isGlobal: false` to scope it: then each module's `@Locked` uses the one that module imports).
@@ -30,10 +33,13 @@ import { RedisLockStartupCheck } from './startup-check';
 @Module({
   imports: [DiscoveryModule],
   providers: [
+    // The store under a token of its own, so a test (or RedisLockTestingModule) swaps it alone.
+    lockStoreProvider,
     {
       provide: LockService,
-      useFactory: (options: RedisLockModuleOptions) => new LockService(options),
-      inject: [REDIS_LOCK_OPTIONS],
+      useFactory: (options: RedisLockModuleOptions, store: LockStore) =>
+        new LockService(options, store),
+      inject: [REDIS_LOCK_OPTIONS, LOCK_STORE],
     },
     // What `@Locked` instances are injected with: an alias, so an overridden LockService (in
     // tests) flows through it, under a global symbol that another copy of the package shares.
@@ -43,6 +49,6 @@ import { RedisLockStartupCheck } from './startup-check';
     RedisLockStartupCheck,
     LockErrorAnswers,
   ],
-  exports: [LockService, LOCK_SOURCE, LockedInterceptor],
+  exports: [LockService, LOCK_SOURCE, LOCK_STORE, LockedInterceptor],
 })
 export class RedisLockModule extends ConfigurableModuleClass {}

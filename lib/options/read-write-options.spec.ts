@@ -21,7 +21,6 @@ describe('readWriteRequest', () => {
     [{ mode: 'shared' }, plain, /`mode` is "shared"; expected 'read' or 'write'/],
     [{ writerPriority: 1 }, plain, /`writerPriority` is 1; expected a boolean/],
     [{ mode: 'read', writerPriority: true }, plain, /applies to writers/],
-    [{ mode: 'read' }, { ...plain, redlock: {} }, /not available with `redlock`/],
     [{ writerPriority: false }, { ...plain, fair: true }, /does not go with `fair: true`/],
   ])('refuses %j with %j', (options, module, message) => {
     const call = () => readWriteRequest(options as never, module);

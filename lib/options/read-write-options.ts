@@ -33,16 +33,15 @@ export function assertReadWriteOptions(options: ReadWriteCallOptions): void {
 
 /**
  * What a lock call asks for: the kind of lease, and (writers) whether waiting holds back new
- * readers. Refuses what the module cannot serve: read locks on Redlock, writer priority off in
- * fair mode.
+ * readers. Refuses writer priority off in fair mode; whether the store serves read locks at all
+ * is its capabilities' question (`assertServesKind`).
  */
 export function readWriteRequest(
   options: ReadWriteCallOptions,
-  module: { readonly writerPriority: boolean; readonly fair: boolean; readonly redlock?: object },
+  module: { readonly writerPriority: boolean; readonly fair: boolean },
 ): { kind: LeaseKind; writerPriority: boolean } {
   assertReadWriteOptions(options);
   if (options.mode === 'read') {
-    if (module.redlock) throw new RedisLockConfigError(readWriteMessages.redlock());
     return { kind: READ, writerPriority: module.writerPriority };
   }
   const writerPriority = options.writerPriority ?? module.writerPriority;

@@ -24,7 +24,9 @@ import type { RedisLockModuleOptions, ResolvedRedisLockOptions } from './redis-l
 
 /**
  * Merges defaults and rejects bad values at startup, with a message that names the option. The
- * one path of `forRoot`, `forRootAsync` (the factory's result) and `new LockService()`.
+ * one path of `forRoot`, `forRootAsync` (the factory's result) and `new LockService()`. What the
+ * chosen store cannot serve (`fair` on Redlock, `replicaAck` on a Cluster) its capabilities refuse
+ * next, before it connects (`assertServesOptions`).
  */
 export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRedisLockOptions {
   if (typeof options === 'object' && options !== null) {
@@ -76,15 +78,6 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
   assertInstanceId(resolved.instanceId);
   if (typeof resolved.fair !== 'boolean') {
     throw new RedisLockConfigError(messages.badOption('fair', resolved.fair, 'a boolean'));
-  }
-  if (resolved.fair && (resolved.redlock || resolved.replicaAck)) {
-    throw new RedisLockConfigError(
-      messages.badOption(
-        'fair',
-        `set with ${resolved.redlock ? 'redlock' : 'replicaAck'}`,
-        'one Redis or a Cluster without replicaAck (a hand-off is granted by the releaser)',
-      ),
-    );
   }
   assertWriterPriority(resolved);
   if (typeof resolved.reentrant !== 'boolean') {
@@ -156,11 +149,6 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
     }
   }
   if (replicaAck) {
-    if (cluster || redlock) {
-      throw new RedisLockConfigError(
-        messages.badOption('replicaAck', 'set with cluster or redlock', 'a single primary'),
-      );
-    }
     if (!Number.isInteger(replicaAck.minReplicas) || replicaAck.minReplicas < 1) {
       throw new RedisLockConfigError(
         messages.badOption('replicaAck.minReplicas', replicaAck.minReplicas, 'an integer >= 1'),

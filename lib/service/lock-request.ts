@@ -33,7 +33,7 @@ export function acquireOne(
  * checked — the lease against the drift margin of the engine's backend.
  */
 export function lockRequest(
-  engine: Pick<LockEngine, 'options' | 'drift'>,
+  engine: Pick<LockEngine, 'options' | 'drift' | 'assertServes'>,
   key: string,
   options: AcquireOptions,
 ) {
@@ -49,6 +49,7 @@ export function lockRequest(
   // The kind first: a semaphore refuses read-write options with a message of its own.
   const kind = leaseKindOf(options);
   const { writerPriority } = readWriteRequest(options, defaults);
+  engine.assertServes(kind);
   const { renew = true, signal } = options;
   return { key, ttl, wait, maxHold, minHold, renew, signal, kind, writerPriority };
 }

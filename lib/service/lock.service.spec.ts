@@ -1,7 +1,6 @@
 import { MemoryLockBackend } from '../backends/memory.backend';
 import { LockKeyError } from '../errors/lock-key.error';
 import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { withGivenBackend } from './given-backend';
 import { LockService } from './lock.service';
 
 describe('new LockService()', () => {
@@ -18,7 +17,7 @@ describe('LockService.acquire', () => {
   // The acquire path is written as plain promise chains for speed: a call it refuses before
   // anything is sent must still reject, as an async function would, and never throw.
   const backend = new MemoryLockBackend();
-  const locks = withGivenBackend({ backend }, () => new LockService());
+  const locks = new LockService({}, { backend, closedByService: true });
   afterAll(() => locks.close());
 
   it('rejects a bad key rather than throwing it', async () => {

@@ -7,8 +7,7 @@ import type { LockInfo, LockListPage } from '../backends/lock-info';
 import type { EvictedLock } from '../backends/lock-eviction';
 import type { LockHandle } from '../engine/lock-handle';
 import type { MultiLockHandle } from '../engine/multi-lock-handle';
-import { LockEngine } from '../engine/lock-engine';
-import { givenBackend } from './given-backend';
+import { LockEngine, type LockStore } from '../engine/lock-engine';
 import type { LockEventListener, LockEventName } from '../engine/lock-events';
 import { assertLockKey } from '../keys/lock-keys';
 import { isKeyList, type LockSource } from '../locking/lock-source';
@@ -34,8 +33,15 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   /** The engine; not part of the public API (left out of the published declarations). @internal */
   readonly engine: LockEngine;
 
-  constructor(options: RedisLockModuleOptions = {}) {
-    this.engine = new LockEngine(resolveOptions(options), givenBackend());
+  /**
+   * @param options The module options (validated here: a bad one throws `RedisLockConfigError`).
+   * @param store The lock store to run on: `RedisLockModule` passes the one it provides under
+   * `LOCK_STORE`. Left out, the service opens the store its options describe, and `close()` closes
+   * it. A store is closed by whoever made it: the modules make theirs for their one service, which
+   * closes it last in its shutdown; the service never closes a store made elsewhere.
+   */
+  constructor(options: RedisLockModuleOptions = {}, store?: LockStore) {
+    this.engine = new LockEngine(resolveOptions(options), store);
   }
 
   /** The module options with defaults filled in. */

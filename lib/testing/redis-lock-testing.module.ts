@@ -1,11 +1,9 @@
-import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Logger, type DynamicModule, type Provider } from '@nestjs/common';
 import { MemoryLockBackend } from '../backends/memory.backend';
+import type { LockStore } from '../engine/lock-engine';
+import { LOCK_STORE } from '../module/lock-store';
 import { RedisLockModule } from '../module/redis-lock.module';
-import { REDIS_LOCK_OPTIONS } from '../module/redis-lock.module-definition';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
-import { lockServiceOn } from './lock-service-on';
-import { LockService } from '../service/lock.service';
-import { NestMetadata } from '../nest-internals';
 
 /**
  * The options of `RedisLockModule.forRoot()` without the connection ones: the locks live in this
@@ -29,8 +27,8 @@ export type RedisLockTestingOptions = Omit<
 const logger = new Logger('RedisLock');
 
 /**
- * `RedisLockModule` for tests, with no Redis: the same `LockService` class, `@Locked` binding and
- * interceptor, running on one in-memory backend per `forRoot()` call. Same semantics in one
+ * `RedisLockModule` for tests, with no Redis: the same module, `LockService` class, `@Locked`
+ * binding and interceptor, its `LOCK_STORE` an in-memory store, one per `forRoot()` call. Same semantics in one
  * process — tokens, ttl expiry, renewal and the lost signal, waits woken by releases, fair order,
  * fences, `onBusy`, re-entrancy — and the same options, minus the connection ones.
  *
@@ -52,50 +50,30 @@ const logger = new Logger('RedisLock');
  *   .useModule(RedisLockTestingModule.forRoot());
  * ```
  */
-@Module({})
 export class RedisLockTestingModule {
+  /**
+   * `RedisLockModule.forRoot(options)` itself — the same providers, exports and `@Locked`
+   * binding — with its `LOCK_STORE` provider overridden by an in-memory store, one per call.
+   */
   static forRoot(options: RedisLockTestingOptions = {}): DynamicModule {
-    const { isGlobal = true, ...lockOptions } = options;
-    const serviceOptions: RedisLockModuleOptions = {
+    const serviceOptions: RedisLockModuleOptions & { isGlobal?: boolean } = {
       shutdownGrace: 0,
-      ...lockOptions,
+      ...options,
       startupCheck: 'off',
     };
-    const lockService: Provider = {
-      provide: LockService,
+    const memoryStore: Provider<LockStore> = {
+      provide: LOCK_STORE,
       useFactory: () => {
         warnInProduction();
-        const backend = new MemoryLockBackend({ fenceRetention: lockOptions.fenceRetention });
-        return lockServiceOn({ backend }, serviceOptions);
+        const backend = new MemoryLockBackend({ fenceRetention: options.fenceRetention });
+        // Made for the module's one LockService, which closes it as it would a Redis store.
+        return { backend, closedByService: true };
       },
     };
-    return {
-      module: RedisLockTestingModule,
-      global: isGlobal,
-      imports: metadataOf<NonNullable<DynamicModule['imports']>>(NestMetadata.moduleImports),
-      // RedisLockModule's own providers, its LockService swapped for the in-memory one: whatever
-      // binds `@Locked` methods in the real module binds them here too.
-      providers: [
-        { provide: REDIS_LOCK_OPTIONS, useValue: serviceOptions },
-        lockService,
-        ...metadataOf<Provider[]>(NestMetadata.moduleProviders).filter(
-          (provider) => !providesLockService(provider),
-        ),
-      ],
-      exports: metadataOf<NonNullable<DynamicModule['exports']>>(NestMetadata.moduleExports),
-    };
+    const real = RedisLockModule.forRoot(serviceOptions);
+    // Nest lets a dynamic module's provider replace its class's provider of the same token.
+    return { ...real, providers: [...(real.providers ?? []), memoryStore] };
   }
-}
-
-/** One list of `RedisLockModule`'s `@Module()` metadata (empty when absent). */
-function metadataOf<T extends unknown[]>(key: string): T {
-  return ((Reflect.getMetadata(key, RedisLockModule) as T | undefined) ?? []).slice() as T;
-}
-
-function providesLockService(provider: Provider): boolean {
-  return (
-    provider === LockService || (typeof provider === 'object' && provider.provide === LockService)
-  );
 }
 
 /** Loud, because in-memory locks in production exclude nothing across instances. */

@@ -21,7 +21,6 @@ import {
 import { RedisLockTestingModule, type RedisLockTestingOptions } from 'nestjs-redis-lock/testing';
 import { createClient } from 'redis';
 import { MemoryLockBackend } from '../../lib/backends/memory.backend';
-import { lockServiceOn } from '../../lib/testing/lock-service-on';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { now, sleep, waitFor } from '../support/time';
 import { uniquePrefix } from '../support/unique-prefix';
@@ -56,8 +55,9 @@ const backends: ContractBackend[] = [
   {
     name: 'memory',
     instances: (options) => {
-      const backend = sharedMemory();
-      return () => lockServiceOn({ backend }, options);
+      // One store for several services: each is given it, and so none closes it.
+      const store = { backend: new MemoryLockBackend() };
+      return () => new LockService(options, store);
     },
     module: (options) => RedisLockTestingModule.forRoot(options),
   },
@@ -68,15 +68,6 @@ const backends: ContractBackend[] = [
       RedisLockModule.forRoot({ ...onNodeRedis, startupCheck: 'off', ...options }),
   },
 ];
-
-/**
- * One in-memory backend for several LockServices: each service closes its backend when it
- * closes, so each gets a view whose close() leaves the shared locks open for the others.
- */
-function sharedMemory(): MemoryLockBackend {
-  const memory = new MemoryLockBackend();
-  return Object.create(memory, { close: { value: () => Promise.resolve() } }) as MemoryLockBackend;
-}
 
 beforeAll(() => nodeRedis.connect());
 
