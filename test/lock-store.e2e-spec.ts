@@ -82,3 +82,29 @@ it('checks a provided store against the options too', async () => {
   await expect(compiled).rejects.toThrow(RedisLockConfigError);
   await expect(compiled).rejects.toThrow(/`replicaAck` is "set with memory"/);
 });
+
+it('closes the store it built when its LockService was replaced (a test double)', async () => {
+  const double = { acquire: () => Promise.reject(new Error('not used')) };
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedisLockModule.forRoot(options)],
+  })
+    .overrideProvider(LockService)
+    .useValue(double)
+    .compile();
+  await moduleRef.init();
+  const store = moduleRef.get<LockStore>(LOCK_STORE);
+  const close = jest.spyOn(backendOf(store), 'close');
+  await moduleRef.close();
+  // Nobody else runs on it: left open, its connection would keep the process alive.
+  expect(close).toHaveBeenCalledTimes(1);
+});
+
+it('control: a store the service claimed is closed once, by the service', async () => {
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedisLockModule.forRoot(options)],
+  }).compile();
+  await moduleRef.init();
+  const close = jest.spyOn(backendOf(moduleRef.get<LockStore>(LOCK_STORE)), 'close');
+  await moduleRef.close();
+  expect(close).toHaveBeenCalledTimes(1);
+});

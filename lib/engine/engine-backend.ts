@@ -29,6 +29,24 @@ export interface LockStore {
   readonly closedByService?: boolean;
 }
 
+/** Stores made for one service that a service took on (and so closes): see `claimStore`. */
+const claimed = new WeakSet<LockStore>();
+
+/** A service takes on a store made for it: it closes it, last in its `close()`. */
+export function claimStore(store: LockStore): boolean {
+  if (!store.closedByService) return false;
+  claimed.add(store);
+  return true;
+}
+
+/**
+ * Whether a store made for one service still waits for that service: none took it on (its
+ * `LockService` was replaced by a test double, say), so whoever made it must close it.
+ */
+export function isUnclaimed(store: LockStore): boolean {
+  return store.closedByService === true && !claimed.has(store);
+}
+
 /** The name the engine's internals know a store by. */
 export type EngineBackend = LockStore;
 

@@ -15,6 +15,7 @@ import { CallsInProgress } from './calls-in-progress';
 import { boundedCommand } from './command-errors';
 import {
   assertStoreServes,
+  claimStore,
   createLockStore,
   fairBackendOf,
   noConnections,
@@ -34,7 +35,7 @@ import { ReleaseNotifier } from './release-notifier';
 import type { RenewalStatus } from './renewal-record';
 import { Watchdog } from './watchdog';
 
-export { createLockStore, type EngineBackend, type LockStore } from './engine-backend';
+export { createLockStore, isUnclaimed, type EngineBackend, type LockStore } from './engine-backend';
 
 /**
  * The lifecycle of the locks of one LockService: acquire calls (plain or fair, as the options
@@ -87,7 +88,7 @@ export class LockEngine implements LockOperations<HeldLock> {
     const { backend, connections = noConnections() } = store;
     this.backend = backend;
     this.connections = connections;
-    this.closesStore = store.closedByService ?? false;
+    this.closesStore = claimStore(store);
     this.lifecycle = new LockLifecycle(this.events, this.logger, options);
     this.inspection = new LockInspection(backend, options.prefix, (command, operation, subject) =>
       this.bounded(command, operation, subject),

@@ -1,5 +1,5 @@
-import type { Provider } from '@nestjs/common';
-import { createLockStore, type LockStore } from '../engine/lock-engine';
+import { Inject, Injectable, type OnApplicationShutdown, type Provider } from '@nestjs/common';
+import { createLockStore, isUnclaimed, type LockStore } from '../engine/lock-engine';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
 import { resolveOptions } from '../options/resolve-options';
 import { REDIS_LOCK_OPTIONS } from './redis-lock.module-definition';
@@ -23,3 +23,17 @@ export const lockStoreProvider: Provider<LockStore> = {
   useFactory: (options: RedisLockModuleOptions) => createLockStore(resolveOptions(options)),
   inject: [REDIS_LOCK_OPTIONS],
 };
+
+/**
+ * Closes the module's store at shutdown when its `LockService` never took it on — a test that
+ * replaced the service with a double (`overrideProvider(LockService)`): nobody else would, and its
+ * connection would keep the process alive. A store the service took on is left to the service.
+ */
+@Injectable()
+export class UnclaimedStoreCloser implements OnApplicationShutdown {
+  constructor(@Inject(LOCK_STORE) private readonly store: LockStore) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    if (isUnclaimed(this.store)) await this.store.backend.close();
+  }
+}

@@ -7,7 +7,7 @@ import { LockService } from '../service/lock.service';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
 import type { LockStore } from '../engine/lock-engine';
 import { LockErrorAnswers } from './lock-error-answers';
-import { LOCK_STORE, lockStoreProvider } from './lock-store';
+import { LOCK_STORE, lockStoreProvider, UnclaimedStoreCloser } from './lock-store';
 import { ConfigurableModuleClass, REDIS_LOCK_OPTIONS } from './redis-lock.module-definition';
 import { RedisLockStartupCheck } from './startup-check';
 
@@ -48,6 +48,7 @@ import { RedisLockStartupCheck } from './startup-check';
     LockedInterceptor,
     RedisLockStartupCheck,
     LockErrorAnswers,
+    UnclaimedStoreCloser,
   ],
   exports: [LockService, LOCK_SOURCE, LOCK_STORE, LockedInterceptor],
 })
