@@ -81,4 +81,4 @@ export {
   RedisUnavailableError,
   SemaphoreLimitConflictError,
   type LockLostReason,
-} from './errors';
+} from './errors/errors';

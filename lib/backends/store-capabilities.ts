@@ -1,6 +1,6 @@
 import { messages } from '../errors/messages';
 import { readWriteMessages } from '../errors/read-write-messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import { semaphoreMessages } from '../errors/semaphore-messages';
 import type { LeaseKind } from '../keys/lease-kind';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';

@@ -1,4 +1,4 @@
-import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
+import { SemaphoreLimitConflictError } from '../errors/errors';
 import { semaphoreMessages } from '../errors/semaphore-messages';
 import { assertLockKey } from '../keys/lock-keys';
 import { leaseKindOf } from '../options/permits-option';

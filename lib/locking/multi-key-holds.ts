@@ -1,4 +1,4 @@
-import { LockReentryError } from '../errors/lock-reentry.error';
+import { LockReentryError } from '../errors/errors';
 import { multiKeyMessages } from '../errors/multi-key-messages';
 import type { Hold } from './holds';
 

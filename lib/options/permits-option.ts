@@ -1,5 +1,5 @@
 import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import { semaphoreMessages } from '../errors/semaphore-messages';
 import { READ, type LeaseKind } from '../keys/lease-kind';
 

@@ -1,4 +1,4 @@
-import { SemaphoreLimitConflictError } from '../../errors/semaphore-limit-conflict.error';
+import { SemaphoreLimitConflictError } from '../../errors/errors';
 import { semaphoreMessages } from '../../errors/semaphore-messages';
 
 /** The refusal of a permit call naming `requested` where the key's limit is `held`. */
