@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { LockKeyError, RedisLockConfigError } from '../errors/errors';
-import { keyMessages } from '../errors/key-messages';
+import { keyMessages } from '../errors/messages';
 import {
   parseKeyTemplate,
   readPath,

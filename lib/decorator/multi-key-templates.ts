@@ -1,4 +1,4 @@
-import { multiKeyMessages } from '../errors/multi-key-messages';
+import { multiKeyMessages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/errors';
 import { assertExclusiveOnly } from '../options/multi-key-options';
 

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { keyMessages } from '../errors/key-messages';
+import { keyMessages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/errors';
 import { readPath, renderKeyTemplate, type Placeholder } from '../keys/key-template';
 import { describe, namesHidden, suggestions, type Target } from './route-key-hints';

@@ -2,9 +2,7 @@
  * Every error class the library throws, in one file: `RedisLockError` is the base of all of them,
  * so one `instanceof` check catches any. Their texts come from the catalogue in messages.ts.
  */
-import { messages } from './messages';
-import { multiKeyMessages } from './multi-key-messages';
-import { readWriteMessages } from './read-write-messages';
+import { messages, multiKeyMessages, readWriteMessages } from './messages';
 
 /** Base class of every error this library throws, so `catch (e) { if (e instanceof RedisLockError) … }` works. */
 export class RedisLockError extends Error {

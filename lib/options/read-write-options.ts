@@ -1,5 +1,4 @@
-import { messages } from '../errors/messages';
-import { readWriteMessages } from '../errors/read-write-messages';
+import { messages, readWriteMessages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/errors';
 import { EXCLUSIVE, READ, type LeaseKind } from '../keys/lease-kind';
 

@@ -1,7 +1,7 @@
 import type { MultiAcquireOutcome } from '../engine/multi-acquire-request';
 import type { MultiLockHandle } from '../engine/multi-lock-handle';
 import { LockKeyError, LockNotAcquiredError } from '../errors/errors';
-import { multiKeyMessages } from '../errors/multi-key-messages';
+import { multiKeyMessages } from '../errors/messages';
 import { assertLockKey } from '../keys/lock-keys';
 import { assertExclusiveOnly } from '../options/multi-key-options';
 

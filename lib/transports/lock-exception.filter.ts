@@ -19,8 +19,7 @@ import {
   RedisUnavailableError,
   SemaphoreLimitConflictError,
 } from '../errors/errors';
-import { messages } from '../errors/messages';
-import { publicMessages } from '../errors/public-messages';
+import { messages, publicMessages } from '../errors/messages';
 import { LockService } from '../service/lock.service';
 import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { resolveOptions } from '../options/resolve-options';

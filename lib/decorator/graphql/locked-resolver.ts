@@ -1,5 +1,4 @@
-import { messages } from '../../errors/messages';
-import { keyMessages } from '../../errors/key-messages';
+import { keyMessages, messages } from '../../errors/messages';
 import { RedisLockConfigError, RedisLockError } from '../../errors/errors';
 import type { LockSource } from '../../locking/lock-source';
 import { runLocked } from '../../locking/run-locked';

@@ -6,7 +6,7 @@ import {
   LockServiceClosedError,
   LockUpgradeError,
 } from '../../errors/errors';
-import { failureAnswered, publicMessages } from '../../errors/public-messages';
+import { failureAnswered, publicMessages } from '../../errors/messages';
 import type { BusyLogLevel, LockFailure } from '../../options/redis-lock-options';
 
 const logger = new Logger('RedisLock');
