@@ -8,7 +8,8 @@
  */
 const layers = [
   ['cli'], // the nestjs-redis-lock command (the package's bin)
-  ['index.ts'], // the public API, named one by one
+  // The public API, named one by one; `nestjs-redis-lock/inspect`: the types of what users read.
+  ['index.ts', 'inspect.ts'],
   // `nestjs-redis-lock/testing`: RedisLockTestingModule (RedisLockModule on the in-memory backend)
   // and its helpers, a second entry point. Nothing imports it: see no-testing-in-main-entry.
   ['testing'],

@@ -11,6 +11,7 @@ const shared = {
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
     '^nestjs-redis-lock/testing$': '<rootDir>/lib/testing/index.ts',
     '^nestjs-redis-lock/health$': '<rootDir>/lib/health/index.ts',
+    '^nestjs-redis-lock/inspect$': '<rootDir>/lib/inspect.ts',
   },
 };
 

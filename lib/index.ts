@@ -1,4 +1,6 @@
 // The public API, named one by one (as @nestjs/terminus does): anything not here is internal.
+// It keeps what users write, call or catch; the shapes they only read (inspection results, event
+// payloads) are in `nestjs-redis-lock/inspect` (lib/inspect.ts).
 export { RedisLockModule } from './module/redis-lock.module';
 export { REDIS_LOCK_OPTIONS } from './module/redis-lock.module-definition';
 export { LOCK_STORE } from './module/lock-store';
@@ -21,30 +23,8 @@ export type { AcquireOptions, LockedOptions, WithLockOptions } from './options/l
 export type { ReadWriteMode } from './options/read-write-options';
 export type { LockHandle } from './engine/lock-handle';
 export type { MultiLockHandle } from './engine/multi-lock-handle';
-export type {
-  LockAcquiredEvent,
-  LockBusyEvent,
-  LockEventListener,
-  LockEventName,
-  LockEvents,
-  LockLostListener,
-  LockReleasedEvent,
-  LockRenewalFailedEvent,
-} from './engine/lock-events';
-export type { LockMode } from './telemetry/lock-mode';
+export type { LockEventListener, LockLostListener } from './engine/lock-events';
 export type { TelemetryKeys, TelemetryOptions } from './options/telemetry-options';
-export type {
-  LeaseHolderInfo,
-  ListedLock,
-  LockHolderInfo,
-  LockInfo,
-  LockKind,
-  LockListPage,
-  LockWaiterInfo,
-  ReadersInfo,
-  SemaphoreInfo,
-} from './backends/lock-info';
-export type { EvictedKind, EvictedKinds, EvictedLock } from './backends/lock-eviction';
 export {
   Locked,
   type LockableMethod,
@@ -81,4 +61,4 @@ export {
   RedisUnavailableError,
   SemaphoreLimitConflictError,
   type LockLostReason,
-} from './errors';
+} from './errors/errors';

@@ -4,15 +4,13 @@
  * redis-server paused with SIGSTOP) is reported before the loss; and the library works in a
  * process where `@opentelemetry/api` cannot be resolved.
  */
-import {
-  LockLostError,
-  LockNotAcquiredError,
-  type LockAcquiredEvent,
-  type LockBusyEvent,
-  type LockHandle,
-  type LockReleasedEvent,
-  type LockRenewalFailedEvent,
-} from 'nestjs-redis-lock';
+import { LockLostError, LockNotAcquiredError, type LockHandle } from 'nestjs-redis-lock';
+import type {
+  LockAcquiredEvent,
+  LockBusyEvent,
+  LockReleasedEvent,
+  LockRenewalFailedEvent,
+} from 'nestjs-redis-lock/inspect';
 import { CONNECT_BUDGET, lockServices, onSharedRedis } from './support/lock-services';
 import { killAllWorkers, spawnWorker } from './support/processes';
 import { startRedis, stopAllRedis } from './support/redis-server';

@@ -8,7 +8,7 @@ import { RedisBackend } from '../lib/backends/redis.backend';
 import type { FairLockBackend } from '../lib/backends/lock-backend';
 import type { EvictedKind } from '../lib/backends/lock-eviction';
 import { MemoryLockBackend } from '../lib/backends/memory.backend';
-import { SemaphoreLimitConflictError } from '../lib/errors/semaphore-limit-conflict.error';
+import { SemaphoreLimitConflictError } from '../lib/errors/errors';
 import type { LeaseKind } from '../lib/keys/lease-kind';
 import { kindKeysOf, lockRedisKeys, LockRedisKeys } from '../lib/keys/lock-keys';
 import { onSharedRedis } from './support/lock-services';

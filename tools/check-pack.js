@@ -23,6 +23,8 @@ const REQUIRED_IN_DIST = [
   'dist/testing/index.d.ts',
   'dist/health/index.js',
   'dist/health/index.d.ts',
+  'dist/inspect.js',
+  'dist/inspect.d.ts',
   'dist/cli/main.js',
 ];
 /** Compiled output only: JavaScript, declarations and their source maps. */

@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import type { LockService } from 'nestjs-redis-lock';
 import { AcknowledgedGrants } from '../../lib/backends/acknowledged-grants';
 import type { LockBackend, RenewableLease } from '../../lib/backends/lock-backend';
-import { RedisUnavailableError } from '../../lib/errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../../lib/errors/errors';
 import type { LockRedisKeys } from '../../lib/keys/lock-keys';
 import { extendScript } from '../../lib/kinds/exclusive/extend.script';
 import { renewManyScript } from '../../lib/kinds/exclusive/renew-many.script';

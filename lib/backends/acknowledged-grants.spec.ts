@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import { AcknowledgedGrants } from './acknowledged-grants';
 
 /** A stand-in for an ioredis connection: `WAIT` answers what the test tells it to. */

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { messages } from '../errors/messages';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { closeRedisClient } from '../redis/redis-client';
 

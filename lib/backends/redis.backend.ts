@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { messages } from '../errors/messages';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import {
   closeRedisClient,

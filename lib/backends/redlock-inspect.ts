@@ -1,4 +1,4 @@
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import type { RawLockInfo } from './lock-info';
 import type { EvictedLock } from './lock-eviction';
 

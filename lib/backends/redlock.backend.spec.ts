@@ -1,4 +1,4 @@
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import { lockRedisKeys } from '../keys/lock-keys';
 import type { RenewableLease } from './lock-backend';
 import { MemoryLockBackend } from './memory.backend';

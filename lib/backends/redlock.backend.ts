@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { messages, type RedlockTally } from '../errors/messages';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { combineReleasePubSubs, type ReleasePubSub } from '../redis/release-pubsub';
 import { redlockDrift } from '../util/clock';

@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import { resolveOptions } from '../options/resolve-options';
 import {
   ACKNOWLEDGED_REDIS,

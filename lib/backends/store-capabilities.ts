@@ -1,7 +1,5 @@
-import { messages } from '../errors/messages';
-import { readWriteMessages } from '../errors/read-write-messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { semaphoreMessages } from '../errors/semaphore-messages';
+import { messages, readWriteMessages, semaphoreMessages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/errors';
 import type { LeaseKind } from '../keys/lease-kind';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { isClusterClient, type RedisClient } from '../redis/redis-client';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { messages } from '../errors/messages';
-import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisLockError } from '../errors/errors';
 import { closestName } from '../options/known-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { LockService } from '../service/lock.service';

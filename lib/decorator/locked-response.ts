@@ -1,6 +1,6 @@
 import type { StreamableFile } from '@nestjs/common';
 import { messages } from '../errors/messages';
-import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisLockError } from '../errors/errors';
 import type { LockedCall } from '../locking/locked-call';
 import { HttpParamType, NestMetadata, WS_ACK_PARAM_TYPE } from '../nest-internals';
 

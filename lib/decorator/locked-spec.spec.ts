@@ -10,8 +10,7 @@ import {
   type Type,
 } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { LockKeyError } from '../errors/lock-key.error';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { LockKeyError, RedisLockConfigError } from '../errors/errors';
 import { Locked } from './locked.decorator';
 import {
   assertProviderPlaceholders,

@@ -1,7 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { LockKeyError } from '../errors/lock-key.error';
-import { keyMessages } from '../errors/key-messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { LockKeyError, RedisLockConfigError } from '../errors/errors';
+import { keyMessages } from '../errors/messages';
 import {
   parseKeyTemplate,
   readPath,

@@ -9,9 +9,7 @@ import {
   PROPERTY_DEPS_METADATA,
 } from '@nestjs/common/constants';
 import { Observable } from 'rxjs';
-import { LockKeyError } from '../errors/lock-key.error';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { RedisLockError } from '../errors/redis-lock.error';
+import { LockKeyError, RedisLockConfigError, RedisLockError } from '../errors/errors';
 import { Locked, type LockedOptions } from './locked.decorator';
 import { LockedInterceptor } from './locked.interceptor';
 import { getLockedSpec } from './locked-spec';

@@ -1,8 +1,7 @@
 import { Logger, UseInterceptors } from '@nestjs/common';
 import { isObservable, Observable } from 'rxjs';
 import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisLockConfigError, RedisLockError } from '../errors/errors';
 import { lockContext } from '../locking/lock-context';
 import { observeLocked, runLocked } from '../locking/run-locked';
 import {

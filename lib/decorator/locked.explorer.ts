@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import type { LockSource } from '../locking/lock-source';
 import { isInternalLockSource, lockSourceFor } from '../locking/public-lock-source';
 import { leaseKindOf } from '../options/permits-option';

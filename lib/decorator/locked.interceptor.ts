@@ -21,7 +21,7 @@ import {
   throwError,
 } from 'rxjs';
 import { messages } from '../errors/messages';
-import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisLockError } from '../errors/errors';
 import { handlerName, logLockFailure } from '../transports/shared/lock-failure-answer';
 import { answerHttpLockFailure } from '../transports/http/http-lock-failure';
 import { isLockFailure, toLockHttpException } from '../transports/http/lock-http-exception';

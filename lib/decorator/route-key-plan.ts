@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { keyMessages } from '../errors/key-messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { keyMessages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/errors';
 import { readPath, renderKeyTemplate, type Placeholder } from '../keys/key-template';
 import { describe, namesHidden, suggestions, type Target } from './route-key-hints';
 import {

@@ -1,7 +1,7 @@
 import { StreamableFile } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { MemoryLockBackend } from '../backends/memory.backend';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { LockNotAcquiredError } from '../errors/errors';
 import { currentLock } from '../locking/lock-context';
 import { LockService } from '../service/lock.service';
 import { lockRouteCall } from './route-promise';

@@ -1,7 +1,6 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { LockServiceClosedError, RedisUnavailableError } from '../errors/errors';
 import { messages } from '../errors/messages';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { AcquireContext } from './acquire-context';
 import type { AcquireOutcome, AcquireRequest } from './acquire-request';
 import { retryPause, unavailableWorthRetrying } from './backoff';

@@ -1,7 +1,6 @@
 import type { AcquireAllReply, LockBackend } from '../backends/lock-backend';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { LockServiceClosedError, RedisUnavailableError } from '../errors/errors';
 import { messages } from '../errors/messages';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { monotonicNow, newHolderToken } from '../util/clock';
 import type { AcquireContext } from './acquire-context';

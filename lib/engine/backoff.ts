@@ -1,4 +1,4 @@
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import type { ConnectionWatch } from '../redis/connection-watch';
 import { monotonicNow } from '../util/clock';
 

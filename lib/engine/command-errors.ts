@@ -1,7 +1,5 @@
 import { messages } from '../errors/messages';
-import { RedisCommandError } from '../errors/redis-command.error';
-import { RedisLockError } from '../errors/redis-lock.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisCommandError, RedisLockError, RedisUnavailableError } from '../errors/errors';
 import type { ConnectionWatch } from '../redis/connection-watch';
 import { finalReplyErrorCode } from '../redis/reply-error';
 import { withTimeout } from '../util/with-timeout';

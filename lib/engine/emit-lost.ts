@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { EventEmitter } from 'node:events';
-import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockLostError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import type { LockEventName, LockEvents } from './lock-events';
 import type { LockHandle } from './lock-handle';

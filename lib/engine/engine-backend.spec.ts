@@ -1,7 +1,7 @@
 import type { LockBackend } from '../backends/lock-backend';
 import { REDLOCK } from '../backends/store-capabilities';
 import type { ReleasePubSub } from '../redis/release-pubsub';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { resolveOptions } from '../options/resolve-options';
 import { LockEngine } from './lock-engine';

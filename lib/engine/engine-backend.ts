@@ -2,7 +2,7 @@ import { createBackend } from '../backends/create-backend';
 import { servesFairMode, type FairLockBackend, type LockBackend } from '../backends/lock-backend';
 import { assertServesOptions } from '../backends/store-capabilities';
 import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { ConnectionWatch } from '../redis/connection-watch';
 

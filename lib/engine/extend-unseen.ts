@@ -1,4 +1,4 @@
-import { LockLostError } from '../errors/lock-lost.error';
+import { LockLostError } from '../errors/errors';
 import type { HeldLock } from './held-lock';
 
 /**

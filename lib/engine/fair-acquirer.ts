@@ -1,5 +1,5 @@
 import type { FairLockBackend } from '../backends/lock-backend';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { LockServiceClosedError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';

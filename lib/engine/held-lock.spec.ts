@@ -1,9 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { ReplyError } from 'ioredis';
 import { MemoryLockBackend } from '../backends/memory.backend';
-import { LockLostError } from '../errors/lock-lost.error';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { RedisLockError } from '../errors/redis-lock.error';
+import { LockLostError, RedisLockConfigError, RedisLockError } from '../errors/errors';
 import { LockRedisKeys, lockRedisKeys } from '../keys/lock-keys';
 import { useClockSource } from '../util/clock';
 import { HeldLock } from './held-lock';

@@ -1,7 +1,10 @@
-import { LockLostError, type LockLostReason } from '../errors/lock-lost.error';
+import {
+  LockLostError,
+  RedisLockConfigError,
+  RedisLockError,
+  type LockLostReason,
+} from '../errors/errors';
 import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { RedisLockError } from '../errors/redis-lock.error';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import {
   isUsableLease,

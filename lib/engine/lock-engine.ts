@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import type { FairLockBackend, LockBackend } from '../backends/lock-backend';
 import { assertServesKind } from '../backends/store-capabilities';
-import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockLostError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import type { LeaseKind } from '../keys/lease-kind';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';

@@ -1,4 +1,4 @@
-import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockLostError } from '../errors/errors';
 import type { LockMode } from '../telemetry/lock-mode';
 import type { LockHandle } from './lock-handle';
 

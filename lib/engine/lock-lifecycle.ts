@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { EventEmitter } from 'node:events';
-import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockLostError } from '../errors/errors';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { LockMode } from '../telemetry/lock-mode';
 import type { AcquireSpan, HoldSpan } from '../telemetry/span-handles';

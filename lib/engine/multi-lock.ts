@@ -1,6 +1,5 @@
-import type { LockLostError } from '../errors/lock-lost.error';
+import { RedisLockError, type LockLostError } from '../errors/errors';
 import { messages } from '../errors/messages';
-import { RedisLockError } from '../errors/redis-lock.error';
 import type { HeldLock } from './held-lock';
 import type { LockHandle } from './lock-handle';
 import type { MultiLockHandle } from './multi-lock-handle';

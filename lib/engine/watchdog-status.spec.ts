@@ -1,7 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { MemoryLockBackend } from '../backends/memory.backend';
-import { RedisCommandError } from '../errors/redis-command.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisCommandError, RedisUnavailableError } from '../errors/errors';
 import { useClockSource } from '../util/clock';
 import { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { MemoryLockBackend } from '../backends/memory.backend';
-import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockLostError } from '../errors/errors';
 import { useClockSource } from '../util/clock';
 import { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';

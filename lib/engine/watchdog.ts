@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { messages } from '../errors/messages';
-import { RedisCommandError } from '../errors/redis-command.error';
+import { RedisCommandError } from '../errors/errors';
 import { refusedForLackOfReplicas } from '../redis/reply-error';
 import { monotonicNow } from '../util/clock';
 import { neutralScope } from './neutral-scope';

@@ -1,9 +1,17 @@
 /**
- * The catalogue of messages for developers and operators (errors and log lines), so wording stays
- * consistent and each one says what to do next. Key-template messages are in key-messages.ts, and
- * what callers of an app are told in public-messages.ts.
+ * The one catalogue of the library's messages, so wording stays consistent and each one says what
+ * to do next. One section per feature, each its own export:
+ * - `messages`: lock calls, options, Redis, Redlock, `@Locked()`, handles and shutdown;
+ * - `keyMessages`: key templates that cannot work (bootstrap errors);
+ * - `multiKeyMessages`, `readWriteMessages`, `semaphoreMessages`: those kinds of lock;
+ * - `publicMessages`: the only texts a caller of the app (HTTP, GraphQL, RPC, WebSocket) sees by
+ *   default. Every other section is for developers and operators: errors and log lines.
  */
+
+// ---- For developers and operators: lock calls, options, Redis, the decorator --------------------
+
 export const messages = {
+  // Lock calls and keys
   notAcquired: (key: string, waitedMs: number, retryAfterMs: number | undefined) =>
     `Lock "${key}" is held by another holder` +
     (waitedMs > 0 ? ` (waited ${Math.round(waitedMs)} ms)` : '') +
@@ -26,6 +34,8 @@ export const messages = {
   callerLeft: (where: string) =>
     `${where} was reached after its caller had left (a timeout answered while pipes ran), so it ` +
     'was not run and took no lock.',
+
+  // Options and the CLI
   badOption: (name: string, value: unknown, expected: string) =>
     `Lock option \`${name}\` is ${describe(value)}; expected ${expected}.`,
   leaseTooShort: (name: string, value: number, shortest: number, max: number) =>
@@ -52,6 +62,8 @@ export const messages = {
     "job ends before another replica's timer fires for the same tick, that replica finds the key " +
     'free and runs the tick again. Set `minHold` a little below the interval between runs (e.g. ' +
     "`@Locked('job', { onBusy: 'skip', minHold: 50_000 })` for a job run every minute).",
+
+  // Redis: connections, the startup check, commands and their log lines
   badRedisUrl: (url: string) =>
     `RedisLockModule option \`redis\` is "${url}", not a valid Redis URL. ` +
     'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',
@@ -133,6 +145,8 @@ export const messages = {
   releaseUnknown: (key: string) =>
     `Releasing "${key}": the connection to Redis dropped before the answer came, so whether this ` +
     'release deleted the lock is unknown. It is gone by its TTL at the latest; nothing to undo.',
+
+  // Replicas and Redlock
   replicasTooFew: (key: string, acknowledged: number, wanted: number, timeout: number) =>
     `Only ${acknowledged} of ${wanted} replicas acknowledged the lock "${key}" within ` +
     `${timeout} ms, so it was released. Check replication, or lower replicaAck.minReplicas.`,
@@ -161,6 +175,8 @@ export const messages = {
   redlockNoInfo: (reply: string) =>
     `Redlock: a node refused INFO (${reply}), so its restarts cannot be told and its grants always ` +
     'vote. Allow +info for the lock user, or keep a restarted node out for the longest ttl yourself.',
+
+  // @Locked() and the transports it serves
   notBound: (where: string) =>
     `@Locked() on ${where} ran, but no LockService is bound to this instance. Import ` +
     'RedisLockModule.forRoot() in the module that provides it (or make it global), and let Nest ' +
@@ -204,6 +220,8 @@ export const messages = {
   failedAfterResponseStarted: (reason: string) =>
     `${reason} The response had already started (a @Res() handler wrote to it), so no error ` +
     'status could be sent: it was ended as it was. Take locks before writing to the response.',
+
+  // Handles and shutdown
   holdEnded: (key: string) =>
     `The hold on lock "${key}" ended (its call settled, its Observable was torn down, or ` +
     'release() was called) and the lock may be released: stop the work, it is no longer protected.',
@@ -219,6 +237,8 @@ export const messages = {
   shuttingDown: () =>
     'LockService is shutting down; no new locks are granted. Stop starting locked work once ' +
     'shutdown begins (stop consumers and schedulers first), or retry on another instance.',
+
+  // Redis client packages (ioredis, node-redis)
   noRedisClientPackage: () =>
     'nestjs-redis-lock needs a Redis client package to open its connection, and neither `ioredis` ' +
     'nor `redis` (node-redis v5) is installed. Run `npm install ioredis` (or `npm install redis`), ' +
@@ -232,6 +252,175 @@ export const messages = {
     'Pass a `createClient()` or `createCluster()` client, or ioredis Sentinel options ' +
     '(`{ sentinels, name }`) with `ioredis` installed.',
 };
+
+// ---- Key templates ------------------------------------------------------------------------------
+
+/**
+ * The messages of key templates that cannot work: a placeholder that names nothing, or two
+ * things, or a source Nest does not fill. Each stops the app at bootstrap (or the class at its
+ * definition) and says what to write instead.
+ */
+export const keyMessages = {
+  unknownPlaceholder: (
+    template: string,
+    placeholder: string,
+    where: string,
+    known: string[],
+    meant?: string,
+  ) =>
+    `Lock key template "${template}" on ${where}: placeholder <${placeholder}> names no parameter` +
+    (known.length
+      ? ` (parameters: ${known.join(', ')})`
+      : ' (the method has no named parameters)') +
+    (meant ? `; did you mean <${meant}>?` : '.') +
+    ' Fix the placeholder, or use an argument index like <0.id>.',
+  ambiguousPlaceholder: (template: string, placeholder: string, where: string, matches: string[]) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> matches ${matches.length} ` +
+    `parameters: ${matches.join(', ')}. A key part must come from one place: rename a parameter, ` +
+    'or name the source, e.g. <params.x> or <body.x>.',
+  unknownRoutePlaceholder: (
+    template: string,
+    placeholder: string,
+    where: string,
+    meant: string[],
+    parameters: string[],
+    namesHidden: boolean,
+  ) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> matches no parameter of the ` +
+    `handler (${parameters.length ? `parameters: ${parameters.join(', ')}` : 'it has no bound parameters'}). ` +
+    `A bare name must be a parameter's name or the name its decorator gives it (@Param('x') answers ` +
+    `to <x>); otherwise name the source. Did you mean ${meant.join(', ')}?` +
+    (namesHidden
+      ? ' The parameter names could not be read (another decorator may wrap the method): put ' +
+        '@Locked() closest to the method, or use the names the parameter decorators give.'
+      : ''),
+  unknownResolverPlaceholder: (
+    template: string,
+    placeholder: string,
+    where: string,
+    parameters: string[],
+    namesHidden: boolean,
+  ) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> matches no parameter of the ` +
+    `resolver (${parameters.length ? `parameters: ${parameters.join(', ')}` : 'it has no bound parameters'}). ` +
+    "A bare name must be a parameter's name or the name @Args gives it (@Args('uid') userId " +
+    'answers to <uid> and <userId>); reach inside with a dotted path (<input.userId>). Bind the ' +
+    'value with @Args(), @Parent() or @Context(), or use a key function.' +
+    (namesHidden
+      ? ' The parameter names could not be read (another decorator may wrap the method): put ' +
+        '@Locked() closest to the method, or use the names @Args gives.'
+      : ''),
+  lockedSubscription: (where: string) =>
+    `@Locked() on ${where}: a subscription returns an event stream, so a lock would cover only ` +
+    "the stream's creation, not the events. Lock the work that publishes the events instead.",
+  unknownRouteParam: (template: string, placeholder: string, where: string, params: string[]) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> names no param of the route ` +
+    `(route params: ${params.length ? params.join(', ') : 'none'}). Fix the name; for a param a ` +
+    "global prefix or a RouterModule path adds, bind it on the handler with @Param('name').",
+  sourceConflict: (template: string, placeholder: string, where: string, parameter: string) =>
+    `Lock key template "${template}" on ${where}: <${placeholder}> names a part of the request, ` +
+    `and also the parameter ${parameter}, which is bound to something else. Rename the parameter, ` +
+    'or key on it by the name its decorator gives it.',
+  badTemplate: (template: string, why: string) =>
+    `Lock key template "${template}" is invalid: ${why}.`,
+  paramNamesUnreadable: (where: string) =>
+    `Cannot read the parameter names of ${where}: another decorator may wrap it. ` +
+    'Put @Locked() closest to the method, or use argument indexes like <0.id>, or a key function.',
+  keyFunctionResult: (where: string, what: string) =>
+    `The key function of @Locked() on ${where} returned ${what}; it must return a non-empty ` +
+    'string, or a non-empty array of them to lock several keys together.',
+};
+
+// ---- Multi-key locks ----------------------------------------------------------------------------
+
+/** Messages of multi-key locks, for developers (errors); each says what to do next. */
+export const multiKeyMessages = {
+  noKeys: () =>
+    'A multi-key lock call got an empty array of keys. Pass at least one key, e.g. ' +
+    "`['account:1', 'account:2']`; an empty array would protect nothing.",
+  notAnArray: (what: string) => `A multi-key lock call needs an array of key strings, got ${what}.`,
+  exclusiveOnly: (option: string) =>
+    `Lock option \`${option}\` cannot be combined with several keys: a multi-key lock takes a ` +
+    'plain exclusive lock on every key. Lock the keys one call each for that kind of lock.',
+  partlyHeld: (held: number, total: number) =>
+    `This call chain already holds ${held} of the ${total} keys of this multi-key lock call, ` +
+    'through other lock calls. Taking the rest now could deadlock with a caller that takes them ' +
+    'in another order: take every key in one call at the outermost level (a nested call on all ' +
+    'of them, or some of them, then joins that lock).',
+  together: (keys: readonly string[]) =>
+    `(one of the ${keys.length} keys asked for together: ` +
+    `${keys.map((key) => `"${key}"`).join(', ')}; none of them was taken)`,
+};
+
+// ---- Read-write locks ---------------------------------------------------------------------------
+
+/** Messages of read-write locks, for developers (errors); each says what to do next. */
+export const readWriteMessages = {
+  upgrade: (key: string) =>
+    `Lock "${key}" is held for reading by this call chain, which now asks to write it: a write ` +
+    'lock waits for every reader to leave, this one included, so it would wait for itself. ' +
+    "Take the write lock (mode 'write', the default) in the outer call instead, or release the " +
+    'read lock before writing.',
+  priorityOnRead: () =>
+    "Lock option `writerPriority` applies to writers (mode 'write'): it says whether a writer " +
+    'waiting for readers holds back new readers. Leave it out of read locks.',
+  priorityOffInFairMode: () =>
+    'Lock option `writerPriority: false` does not go with `fair: true`: in fair mode writers ' +
+    'queue first come, first served, and new readers always wait behind a queued writer. Leave ' +
+    '`writerPriority` out, or turn `fair` off.',
+  redlock: () =>
+    "Read locks (mode 'read') are not available with `redlock`: a reader's share would need its " +
+    'own quorum, which Redlock mode does not keep. Use one Redis (or a Cluster) for read-write ' +
+    'locks, or an exclusive lock.',
+};
+
+// ---- Semaphores ---------------------------------------------------------------------------------
+
+/** Messages of semaphores (`permits`), for developers (errors); each says what to do next. */
+export const semaphoreMessages = {
+  limitConflict: (lock: string, held: number, asked: number) =>
+    `Semaphore ${lock} is held with permits: ${held}, and this call asks for permits: ${asked}. ` +
+    'Every holder of one semaphore key must name the same `permits`: change the call (or use a ' +
+    'different key), or roll the new limit out once no holder of the old one is left — the limit ' +
+    'resets when the last permit is released or expires.',
+  nestedLimitConflict: (key: string, held: number, asked: number) =>
+    `A call nested in a holder of semaphore "${key}" (permits: ${held}) asks for permits: ` +
+    `${asked}. A nested call re-uses the permit its caller holds, so it must name the same ` +
+    '`permits`: pass the same number, or `reentrant: false` to wait for a permit of its own.',
+  notWithReadWrite: (option: string) =>
+    `\`permits\` and \`${option}\` do not go together: that is an option of read-write locks, and ` +
+    'a semaphore has no readers or writers (its permits are all alike). Drop it for a semaphore ' +
+    'of N permits, or drop `permits` for a read-write lock.',
+  redlock: () =>
+    'Semaphores (`permits`) need one Redis or a Cluster: a Redlock quorum cannot count the ' +
+    'holders of a key across independent nodes. Drop `permits` on Redlock, or use a ' +
+    'single-node/Cluster LockService for semaphores.',
+};
+
+// ---- Public: what a caller of the app may see (HTTP, GraphQL, RPC, WebSocket) -------------------
+
+/**
+ * What callers are told about a lock failure by default (`errorDetails: 'safe'`): nothing about
+ * the request, the key or Redis, and no advice meant for developers — that goes to the log.
+ */
+export const publicMessages = {
+  busy: () => 'Another request is working on the same resource. Try again shortly.',
+  badRequest: () => 'The request is missing a value this operation needs, or a value is invalid.',
+  unavailable: () => 'The service is temporarily unavailable. Try again later.',
+  serverError: () => 'The server could not process the request.',
+  outcomeUnknown: () =>
+    'The request was processed, but its outcome could not be confirmed. Check the result before ' +
+    'repeating it.',
+};
+
+/**
+ * The log line that keeps what a lock failure's answer leaves out: for operators, never sent to the
+ * caller; it stands here beside the answers it completes.
+ */
+export const failureAnswered = (where: string, answer: string, error: Error): string =>
+  `${where} answered ${answer}: ${error.name}: ${error.message}`;
+
+// ---- Helpers of the sections above --------------------------------------------------------------
 
 /** Why a Redlock acquire found no quorum: how many nodes voted, and what the others did. */
 export interface RedlockTally {

@@ -1,5 +1,5 @@
 import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import { assertKnownOptions, type OptionNames } from '../options/known-options';
 import { assertPositive } from '../options/resolve-options';
 

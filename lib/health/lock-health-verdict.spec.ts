@@ -1,5 +1,5 @@
 import type { RenewalStatus } from '../engine/renewal-record';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import { resolveHealthOptions } from './lock-health-options';
 import { judgeLockHealth } from './lock-health-verdict';
 import type { PingOutcome } from './ping-connections';

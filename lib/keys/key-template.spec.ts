@@ -1,4 +1,4 @@
-import { LockKeyError } from '../errors/lock-key.error';
+import { LockKeyError } from '../errors/errors';
 import { parseKeyTemplate, readPath, renderKeyTemplate } from './key-template';
 
 /** Renders `source` with `values[placeholder.text]`. */

@@ -1,6 +1,5 @@
-import { LockKeyError } from '../errors/lock-key.error';
-import { messages } from '../errors/messages';
-import { keyMessages } from '../errors/key-messages';
+import { LockKeyError } from '../errors/errors';
+import { keyMessages, messages } from '../errors/messages';
 
 /** One `<a.b.c>` placeholder: the path to follow from its root. */
 export interface Placeholder {

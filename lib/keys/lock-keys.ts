@@ -1,4 +1,4 @@
-import { LockKeyError } from '../errors/lock-key.error';
+import { LockKeyError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import { EXCLUSIVE, type LeaseKind } from './lease-kind';
 

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { LockHandle } from '../engine/lock-handle';
-import { LockLostError } from '../errors/lock-lost.error';
+import { LockLostError } from '../errors/errors';
 import type { LeaseKind } from '../keys/lease-kind';
 import type { HeldLease } from './held-lease';
 import { releaseQuietly } from './holds';

@@ -1,6 +1,5 @@
 import type { LockHandle } from '../engine/lock-handle';
-import type { LockLostError } from '../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { LockNotAcquiredError, type LockLostError } from '../errors/errors';
 import { leaseKindOf } from '../options/permits-option';
 import { HandleLease } from './handle-lease';
 import type { HeldLease } from './held-lease';

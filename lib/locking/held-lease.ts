@@ -1,5 +1,5 @@
 import type { LockHandle } from '../engine/lock-handle';
-import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockLostError } from '../errors/errors';
 import type { LeaseKind } from '../keys/lease-kind';
 
 /**

@@ -1,5 +1,5 @@
 import type { HeldLock } from '../engine/held-lock';
-import { LockLostError } from '../errors/lock-lost.error';
+import { LockLostError } from '../errors/errors';
 import { Hold } from './holds';
 
 /** The parts of a held lock a hold reads, with `release` recorded. */

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { monotonicNow, suspendedSince } from '../util/clock';
 import type { HeldLease } from './held-lease';
-import { LockLostError } from '../errors/lock-lost.error';
+import { LockLostError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import { ScopedLock } from './scoped-lock';
 

@@ -1,4 +1,4 @@
-import { LockUpgradeError } from '../errors/lock-upgrade.error';
+import { LockUpgradeError } from '../errors/errors';
 import type { WithLockOptions } from '../options/lock-call-options';
 import { assertHoldBounds, assertMaxHold } from '../options/resolve-options';
 import { monotonicElapsed } from '../util/clock';

@@ -1,6 +1,5 @@
 import type { LockHandle } from '../engine/lock-handle';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
+import { RedisLockConfigError, SemaphoreLimitConflictError } from '../errors/errors';
 import { runLocked } from './run-locked';
 import { lockSourceFor } from './public-lock-source';
 import { frameKeyOf } from './lease-frames';

@@ -1,5 +1,5 @@
-import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
-import { semaphoreMessages } from '../errors/semaphore-messages';
+import { SemaphoreLimitConflictError } from '../errors/errors';
+import { semaphoreMessages } from '../errors/messages';
 import { assertLockKey } from '../keys/lock-keys';
 import { leaseKindOf } from '../options/permits-option';
 import type { Hold } from './holds';

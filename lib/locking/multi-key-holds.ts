@@ -1,5 +1,5 @@
-import { LockReentryError } from '../errors/lock-reentry.error';
-import { multiKeyMessages } from '../errors/multi-key-messages';
+import { LockReentryError } from '../errors/errors';
+import { multiKeyMessages } from '../errors/messages';
 import type { Hold } from './holds';
 
 /**

@@ -1,5 +1,5 @@
 import type { LockHandle } from '../engine/lock-handle';
-import { LockLostError } from '../errors/lock-lost.error';
+import { LockLostError } from '../errors/errors';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { HandleLease } from './handle-lease';
 import { isInternalLockSource, lockSourceFor, markInternalLockSource } from './public-lock-source';

@@ -1,8 +1,7 @@
 import type { HeldLease } from './held-lease';
 import type { MultiLockHandle } from '../engine/multi-lock-handle';
-import { LockLostError } from '../errors/lock-lost.error';
+import { LockLostError, RedisLockError } from '../errors/errors';
 import { messages } from '../errors/messages';
-import { RedisLockError } from '../errors/redis-lock.error';
 
 /**
  * The hold a scoped handle belongs to (`Hold` in holds.ts), as far as the handle uses it.

@@ -1,4 +1,4 @@
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import { assertKnownOptions, closestName } from './known-options';
 
 describe('closestName', () => {

@@ -1,5 +1,5 @@
 import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 
 /**
  * Every option name of `T`, as an object the compiler checks against the interface both ways: an

@@ -1,12 +1,14 @@
 import type { ArgumentsHost } from '@nestjs/common';
-import type { LockKeyError } from '../errors/lock-key.error';
-import type { LockLostError } from '../errors/lock-lost.error';
-import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import type { LockUpgradeError } from '../errors/lock-upgrade.error';
-import type { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import type { RedisCommandError } from '../errors/redis-command.error';
-import type { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import type { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
+import type {
+  LockKeyError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockServiceClosedError,
+  LockUpgradeError,
+  RedisCommandError,
+  RedisUnavailableError,
+  SemaphoreLimitConflictError,
+} from '../errors/errors';
 
 /**
  * A lock failure on a route: busy, bad key, lost while running, Redis out of reach or refusing,

@@ -1,5 +1,5 @@
-import { multiKeyMessages } from '../errors/multi-key-messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { multiKeyMessages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/errors';
 
 /**
  * Options a multi-key call refuses, each with the values that would ask for something other than

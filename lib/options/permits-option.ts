@@ -1,6 +1,5 @@
-import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
-import { semaphoreMessages } from '../errors/semaphore-messages';
+import { messages, semaphoreMessages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/errors';
 import { READ, type LeaseKind } from '../keys/lease-kind';
 
 /** Refuses a `permits` option that is not a whole number >= 1 (a semaphore of 0 admits nobody). */

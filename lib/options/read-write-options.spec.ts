@@ -1,5 +1,4 @@
-import { LockUpgradeError } from '../errors/lock-upgrade.error';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { LockUpgradeError, RedisLockConfigError } from '../errors/errors';
 import { readWriteRequest } from './read-write-options';
 
 const plain = { writerPriority: true, fair: false };

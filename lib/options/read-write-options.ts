@@ -1,6 +1,5 @@
-import { messages } from '../errors/messages';
-import { readWriteMessages } from '../errors/read-write-messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { messages, readWriteMessages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/errors';
 import { EXCLUSIVE, READ, type LeaseKind } from '../keys/lease-kind';
 
 /**

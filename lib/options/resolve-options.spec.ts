@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import type { RedisLockModuleOptions } from './redis-lock-options';
 import { resolveOptions } from './resolve-options';
 

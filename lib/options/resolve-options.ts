@@ -6,9 +6,8 @@ import {
   redlockDrift,
   shortestLease,
 } from '../util/clock';
-import { messages } from '../errors/messages';
-import { readWriteMessages } from '../errors/read-write-messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { messages, readWriteMessages } from '../errors/messages';
+import { RedisLockConfigError } from '../errors/errors';
 import { assertRedisUrl } from '../redis/redis-client';
 import { assertKnownOptions } from './known-options';
 import {

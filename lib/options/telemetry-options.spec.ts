@@ -1,4 +1,4 @@
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import type { RedisLockModuleOptions } from './redis-lock-options';
 import { resolveOptions } from './resolve-options';
 

@@ -1,4 +1,4 @@
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import { assertKnownOptions, type OptionNames } from './known-options';
 

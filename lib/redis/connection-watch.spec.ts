@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import Redis, { Cluster, ReplyError } from 'ioredis';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import { ClientWatch, ConnectionWatch } from './connection-watch';
 import { describeAddress } from './redis-address';
 import type { RedisClient } from './redis-client';

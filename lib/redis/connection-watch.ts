@@ -1,5 +1,5 @@
 import { messages } from '../errors/messages';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 import { describeAddress } from './redis-address';
 import type { RedisClient } from './redis-client';
 

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { messages } from '../errors/messages';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { RedisLockConfigError } from '../errors/errors';
 
 /**
  * A node-redis v5 client (`createClient()` from the `redis` package), recognised by its shape so

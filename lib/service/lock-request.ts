@@ -1,6 +1,6 @@
 import type { LockEngine } from '../engine/lock-engine';
 import type { LockHandle } from '../engine/lock-handle';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
+import { LockNotAcquiredError } from '../errors/errors';
 import { assertLockKey } from '../keys/lock-keys';
 import type { AcquireOptions } from '../options/lock-call-options';
 import { leaseKindOf } from '../options/permits-option';

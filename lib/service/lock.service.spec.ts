@@ -1,6 +1,5 @@
 import { MemoryLockBackend } from '../backends/memory.backend';
-import { LockKeyError } from '../errors/lock-key.error';
-import { RedisLockConfigError } from '../errors/redis-lock-config.error';
+import { LockKeyError, RedisLockConfigError } from '../errors/errors';
 import { LockService } from './lock.service';
 
 describe('new LockService()', () => {

@@ -1,8 +1,7 @@
 import type { MultiAcquireOutcome } from '../engine/multi-acquire-request';
 import type { MultiLockHandle } from '../engine/multi-lock-handle';
-import { LockKeyError } from '../errors/lock-key.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import { multiKeyMessages } from '../errors/multi-key-messages';
+import { LockKeyError, LockNotAcquiredError } from '../errors/errors';
+import { multiKeyMessages } from '../errors/messages';
 import { assertLockKey } from '../keys/lock-keys';
 import { assertExclusiveOnly } from '../options/multi-key-options';
 

@@ -9,16 +9,17 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
-import { LockKeyError } from '../errors/lock-key.error';
-import { LockLostError } from '../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { messages } from '../errors/messages';
-import { publicMessages } from '../errors/public-messages';
-import { RedisCommandError } from '../errors/redis-command.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { LockUpgradeError } from '../errors/lock-upgrade.error';
-import { SemaphoreLimitConflictError } from '../errors/semaphore-limit-conflict.error';
+import {
+  LockKeyError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockServiceClosedError,
+  LockUpgradeError,
+  RedisCommandError,
+  RedisUnavailableError,
+  SemaphoreLimitConflictError,
+} from '../errors/errors';
+import { messages, publicMessages } from '../errors/messages';
 import { LockService } from '../service/lock.service';
 import type { LockFailure, ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { resolveOptions } from '../options/resolve-options';

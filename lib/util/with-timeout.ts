@@ -1,5 +1,5 @@
 import { messages } from '../errors/messages';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../errors/errors';
 
 /**
  * Bounds one Redis command. ioredis queues commands while it reconnects, so without a bound an

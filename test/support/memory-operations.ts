@@ -2,7 +2,7 @@ import type { MemoryLockBackend } from '../../lib/backends/memory.backend';
 import { HeldLock } from '../../lib/engine/held-lock';
 import type { LockOperations } from '../../lib/engine/lock-operations';
 import type { Watchdog } from '../../lib/engine/watchdog';
-import type { LockLostError } from '../../lib/errors/lock-lost.error';
+import type { LockLostError } from '../../lib/errors/errors';
 import { lockRedisKeys } from '../../lib/keys/lock-keys';
 
 /** How a spec's fake engine extends and releases a lease. */

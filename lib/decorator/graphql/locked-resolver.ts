@@ -1,7 +1,5 @@
-import { messages } from '../../errors/messages';
-import { keyMessages } from '../../errors/key-messages';
-import { RedisLockConfigError } from '../../errors/redis-lock-config.error';
-import { RedisLockError } from '../../errors/redis-lock.error';
+import { keyMessages, messages } from '../../errors/messages';
+import { RedisLockConfigError, RedisLockError } from '../../errors/errors';
 import type { LockSource } from '../../locking/lock-source';
 import { runLocked } from '../../locking/run-locked';
 import { toLockGraphQLError } from '../../transports/graphql/lock-graphql-error';

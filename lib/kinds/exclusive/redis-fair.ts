@@ -1,5 +1,5 @@
 import { messages } from '../../errors/messages';
-import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../../errors/errors';
 import type { LockRedisKeys } from '../../keys/lock-keys';
 import { fairAcquireScript } from './fair-acquire.script';
 import { fairReleaseScript } from './fair-release.script';

@@ -1,5 +1,5 @@
-import { SemaphoreLimitConflictError } from '../../errors/semaphore-limit-conflict.error';
-import { semaphoreMessages } from '../../errors/semaphore-messages';
+import { SemaphoreLimitConflictError } from '../../errors/errors';
+import { semaphoreMessages } from '../../errors/messages';
 
 /** The refusal of a permit call naming `requested` where the key's limit is `held`. */
 export function limitConflict(

@@ -1,4 +1,4 @@
-import { SemaphoreLimitConflictError } from '../../errors/semaphore-limit-conflict.error';
+import { SemaphoreLimitConflictError } from '../../errors/errors';
 import { lockRedisKeys } from '../../keys/lock-keys';
 import { MemoryLockBackend } from '../../backends/memory.backend';
 

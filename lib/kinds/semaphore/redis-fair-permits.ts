@@ -1,6 +1,6 @@
 import { limitConflict } from './limit-conflict';
 import { messages } from '../../errors/messages';
-import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
+import { RedisUnavailableError } from '../../errors/errors';
 import type { LockRedisKeys } from '../../keys/lock-keys';
 import { fairPermitAcquireScript } from './fair-permit-acquire.script';
 import { fairPermitReleaseScript } from './fair-permit-release.script';

@@ -1,11 +1,13 @@
 import { IntrinsicException } from '@nestjs/common';
 import { GraphQLError, locatedError } from 'graphql';
-import { LockKeyError } from '../../errors/lock-key.error';
-import { LockLostError } from '../../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
-import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
-import { RedisCommandError } from '../../errors/redis-command.error';
-import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
+import {
+  LockKeyError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockServiceClosedError,
+  RedisCommandError,
+  RedisUnavailableError,
+} from '../../errors/errors';
 import { LockGraphQLError, toLockGraphQLError } from './lock-graphql-error';
 
 const busy = new LockNotAcquiredError('order:alice@example.com', 0, 29_000);

@@ -1,9 +1,11 @@
 import * as common from '@nestjs/common';
-import { LockUpgradeError } from '../../errors/lock-upgrade.error';
-import { LockKeyError } from '../../errors/lock-key.error';
-import { LockLostError } from '../../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
-import { RedisCommandError } from '../../errors/redis-command.error';
+import {
+  LockKeyError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockUpgradeError,
+  RedisCommandError,
+} from '../../errors/errors';
 import type { LockErrorDetails, LockFailure } from '../../options/redis-lock-options';
 import { RETRY_AFTER_MS } from '../shared/retry-advice';
 import { publicMessage } from '../shared/lock-failure-answer';

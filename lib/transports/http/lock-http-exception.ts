@@ -1,13 +1,15 @@
 import { HttpException, type ArgumentsHost } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
-import { LockKeyError } from '../../errors/lock-key.error';
-import { LockLostError } from '../../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
-import { LockUpgradeError } from '../../errors/lock-upgrade.error';
-import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
-import { RedisCommandError } from '../../errors/redis-command.error';
-import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
-import { SemaphoreLimitConflictError } from '../../errors/semaphore-limit-conflict.error';
+import {
+  LockKeyError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockServiceClosedError,
+  LockUpgradeError,
+  RedisCommandError,
+  RedisUnavailableError,
+  SemaphoreLimitConflictError,
+} from '../../errors/errors';
 import type { LockFailure, ResolvedRedisLockOptions } from '../../options/redis-lock-options';
 import { failureStatus, publicMessage } from '../shared/lock-failure-answer';
 import { RETRY_AFTER_SECONDS } from '../shared/retry-advice';

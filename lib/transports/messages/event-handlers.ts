@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { LockLostError } from '../../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
+import { LockLostError, LockNotAcquiredError } from '../../errors/errors';
 import { messages } from '../../errors/messages';
 import type { LockFailure } from '../../options/redis-lock-options';
 import { EVENT_HANDLER_TYPE, NestMetadata } from '../../nest-internals';

@@ -1,6 +1,4 @@
-import { LockLostError } from '../../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
-import { RedisCommandError } from '../../errors/redis-command.error';
+import { LockLostError, LockNotAcquiredError, RedisCommandError } from '../../errors/errors';
 import { publicMessage } from '../shared/lock-failure-answer';
 import type { LockErrorDetails, LockFailure } from '../../options/redis-lock-options';
 

@@ -1,9 +1,11 @@
 import { HttpException, type ArgumentsHost } from '@nestjs/common';
-import { LockKeyError } from '../../errors/lock-key.error';
-import { LockLostError } from '../../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
-import { RedisCommandError } from '../../errors/redis-command.error';
-import { RedisUnavailableError } from '../../errors/redis-unavailable.error';
+import {
+  LockKeyError,
+  LockLostError,
+  LockNotAcquiredError,
+  RedisCommandError,
+  RedisUnavailableError,
+} from '../../errors/errors';
 import { failureStatus, handlerName, httpAnswer, publicMessage } from './lock-failure-answer';
 
 const busy = new LockNotAcquiredError('order:alice@example.com', 0, 29_000);

@@ -1,10 +1,12 @@
 import { HttpException, Logger, type ArgumentsHost, type LogLevel } from '@nestjs/common';
-import { LockKeyError } from '../../errors/lock-key.error';
-import { LockLostError } from '../../errors/lock-lost.error';
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error';
-import { LockUpgradeError } from '../../errors/lock-upgrade.error';
-import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
-import { failureAnswered, publicMessages } from '../../errors/public-messages';
+import {
+  LockKeyError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockServiceClosedError,
+  LockUpgradeError,
+} from '../../errors/errors';
+import { failureAnswered, publicMessages } from '../../errors/messages';
 import type { BusyLogLevel, LockFailure } from '../../options/redis-lock-options';
 
 const logger = new Logger('RedisLock');
