@@ -1,0 +1,365 @@
+/**
+ * The exclusive kind's Lua scripts, run directly against a private Redis (as redis-semaphore's
+ * `internal.test.ts` runs its own): each reply, each key written with its value, type and TTL,
+ * and each message published, as the script's TSDoc states them. No engine, no adapter: a
+ * change to a script's contract fails here first, by name.
+ */
+import { randomBytes } from 'node:crypto';
+import { lockRedisKeys, type LockRedisKeys } from '../../lib/keys/lock-keys';
+import { acquireScript } from '../../lib/kinds/exclusive/acquire.script';
+import { extendScript } from '../../lib/kinds/exclusive/extend.script';
+import { fairAcquireScript } from '../../lib/kinds/exclusive/fair-acquire.script';
+import { fairReleaseScript } from '../../lib/kinds/exclusive/fair-release.script';
+import { releaseScript } from '../../lib/kinds/exclusive/release.script';
+import { renewManyScript } from '../../lib/kinds/exclusive/renew-many.script';
+import { readAcquireScript } from '../../lib/kinds/read/read-acquire.script';
+import { expectAllExpire, ScriptRedis } from '../support/script-redis';
+import { startRedis, stopAllRedis } from '../support/redis-server';
+import { waitFor } from '../support/time';
+
+const LEASE = 2_000;
+const RETENTION = 10_000;
+const INSTANCE = 'instance-a';
+
+let redis: ScriptRedis;
+let prefix: string;
+let keys: LockRedisKeys;
+
+/** A token as the engine makes one: random hex, since (ms), instance id. */
+const token = (id = INSTANCE): string => `${randomBytes(16).toString('hex')} ${Date.now()} ${id}`;
+
+const acquire = (own: string, lease = LEASE) =>
+  acquireScript.run(
+    redis.client,
+    [keys.lock, keys.fence, keys.readers],
+    [own, lease, lease + RETENTION],
+  );
+
+const release = (own: string) => releaseScript.run(redis.client, [keys.lock], [own, 'PUBLISH']);
+
+const fairKeys = () =>
+  [
+    keys.lock,
+    keys.fence,
+    keys.queue,
+    keys.waiters,
+    keys.holder,
+    keys.waiterIds,
+    keys.readers,
+  ] as const;
+
+const fairAcquire = (own: string, queue: '1' | '0', entryMs = 1_000, id = INSTANCE) =>
+  fairAcquireScript.run(redis.client, fairKeys(), [own, LEASE, queue, entryMs, RETENTION, id]);
+
+const fairRelease = (own: string) =>
+  fairReleaseScript.run(
+    redis.client,
+    [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+    [own, 'PUBLISH', RETENTION, keys.channel],
+  );
+
+beforeAll(async () => {
+  const server = await startRedis();
+  redis = await ScriptRedis.connect(server.url);
+});
+
+afterAll(async () => {
+  redis.close();
+  await stopAllRedis();
+});
+
+beforeEach(async () => {
+  prefix = `kinds:exclusive:${randomBytes(4).toString('hex')}:`;
+  keys = lockRedisKeys(prefix, 'job');
+  await redis.listen(keys.channel);
+  await redis.published(keys.channel);
+});
+
+describe('acquireScript', () => {
+  it('grants a new counter its first fence from Redis clock in µs, and every key expires', async () => {
+    const own = token();
+    const before = await redis.micros();
+    const fence = await acquire(own);
+    const after = await redis.micros();
+
+    expect(typeof fence).toBe('number');
+    expect(fence).toBeGreaterThanOrEqual(before);
+    expect(fence).toBeLessThanOrEqual(after);
+    expect(await redis.client.get(keys.lock)).toBe(own);
+    expect(await redis.client.get(keys.fence)).toBe(String(fence));
+    const ttls = await expectAllExpire(redis, prefix);
+    // The two keys a grant writes: the lease with its PX, the counter with the lease + retention.
+    expect(Object.keys(ttls)).toEqual([keys.lock, keys.fence].sort());
+    expect(ttls[keys.lock]).toBeLessThanOrEqual(LEASE);
+    expect(ttls[keys.fence]).toBeGreaterThan(LEASE);
+    expect(ttls[keys.fence]).toBeLessThanOrEqual(LEASE + RETENTION);
+  });
+
+  it('counts fences up while the counter lives', async () => {
+    const first = token();
+    const fence = (await acquire(first)) as number;
+    expect(await release(first)).toBe(1);
+    expect(await acquire(token())).toBe(fence + 1);
+  });
+
+  it('answers busy with the lease left, and leaves the holder alone (control: a foreign token)', async () => {
+    const holder = token();
+    const fence = (await acquire(holder)) as number;
+    const busy = (await acquire(token('instance-b'))) as number;
+
+    expect(busy).toBeLessThan(0);
+    expect(-busy).toBeLessThanOrEqual(LEASE);
+    expect(await redis.client.get(keys.lock)).toBe(holder);
+    expect(await redis.client.get(keys.fence)).toBe(String(fence));
+  });
+
+  it('answers a re-sent grant with the same fence, counting nothing up', async () => {
+    const own = token();
+    const fence = await acquire(own);
+    expect(await acquire(own)).toBe(fence);
+    expect(await redis.client.get(keys.fence)).toBe(String(fence));
+  });
+
+  it('refuses a writer while a live reader holds, and waits for the last one', async () => {
+    const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
+    await readAcquireScript.run(
+      redis.client,
+      [
+        readers.lock,
+        readers.readers,
+        readers.writersWaiting,
+        readers.queue,
+        readers.fence,
+        readers.readerHolders,
+      ],
+      [token(), 500, RETENTION, INSTANCE],
+    );
+    const busy = (await acquire(token())) as number;
+
+    expect(busy).toBeLessThan(0);
+    expect(-busy).toBeLessThanOrEqual(500);
+    expect(await redis.client.exists(keys.lock)).toBe(0);
+  });
+
+  it('does not count a crashed reader whose share lapsed', async () => {
+    const now = await redis.millis();
+    await redis.client.zadd(keys.readers, now - 10, 'crashed');
+    expect(await acquire(token())).toBeGreaterThan(0);
+    expect(await redis.client.exists(keys.readers)).toBe(0);
+  });
+
+  it('enters a waiting writer in the writers waiting, with a TTL, told to retry within a third', async () => {
+    const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
+    await readAcquireScript.run(
+      redis.client,
+      [
+        readers.lock,
+        readers.readers,
+        readers.writersWaiting,
+        readers.queue,
+        readers.fence,
+        readers.readerHolders,
+      ],
+      [token(), 1_500, RETENTION, INSTANCE],
+    );
+    const entryMs = 900;
+    const args = [token(), LEASE, LEASE + RETENTION, 'call-1', entryMs] as const;
+    const reply = await acquireScript.run(
+      redis.client,
+      [keys.lock, keys.fence, keys.readers, keys.writersWaiting],
+      args,
+    );
+
+    expect(Array.isArray(reply)).toBe(true);
+    const [retry] = reply as [number];
+    expect(retry).toBeLessThanOrEqual(0);
+    expect(-retry).toBeLessThanOrEqual(entryMs / 3);
+    expect(await redis.client.zrange(keys.writersWaiting, 0, -1)).toEqual(['call-1']);
+    const ttl = await redis.client.pttl(keys.writersWaiting);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(entryMs);
+    await expectAllExpire(redis, prefix);
+  });
+});
+
+describe('releaseScript', () => {
+  it('deletes our own lock and publishes our token on <lock>:released', async () => {
+    const own = token();
+    await acquire(own);
+    expect(await release(own)).toBe(1);
+    expect(await redis.client.exists(keys.lock)).toBe(0);
+    expect(await redis.published(keys.channel)).toEqual([own]);
+  });
+
+  it('refuses a foreign token: the lock stays, nothing is published (control)', async () => {
+    const own = token();
+    await acquire(own);
+    expect(await release(token('instance-b'))).toBe(0);
+    expect(await redis.client.get(keys.lock)).toBe(own);
+    expect(await redis.published(keys.channel)).toEqual([]);
+  });
+
+  it('answers 0 for a lock that is gone', async () => {
+    expect(await release(token())).toBe(0);
+    expect(await redis.published(keys.channel)).toEqual([]);
+  });
+});
+
+describe('extendScript', () => {
+  const extend = (own: string, lease: number) =>
+    extendScript.run(redis.client, [keys.lock, keys.fence, keys.holder], [own, lease, RETENTION]);
+
+  it('renews our lease and the counter behind it', async () => {
+    const own = token();
+    await acquire(own, 300);
+    expect(await extend(own, 5_000)).toBe(1);
+    const ttls = await expectAllExpire(redis, prefix);
+    expect(ttls[keys.lock]).toBeGreaterThan(300);
+    expect(ttls[keys.lock]).toBeLessThanOrEqual(5_000);
+    expect(ttls[keys.fence]).toBeGreaterThan(5_000);
+    expect(ttls[keys.fence]).toBeLessThanOrEqual(5_000 + RETENTION);
+  });
+
+  it('refuses a foreign token and leaves the lease as it was (control)', async () => {
+    await acquire(token(), 300);
+    expect(await extend(token('instance-b'), 5_000)).toBe(0);
+    expect(await redis.client.pttl(keys.lock)).toBeLessThanOrEqual(300);
+  });
+});
+
+describe('renewManyScript', () => {
+  it('renews each lock it still owns, and only those, a foreign type included', async () => {
+    const ours = lockRedisKeys(prefix, 'ours');
+    const theirs = lockRedisKeys(prefix, 'theirs');
+    const foreign = lockRedisKeys(prefix, 'foreign-type');
+    const own = token();
+    await acquireScript.run(
+      redis.client,
+      [ours.lock, ours.fence, ours.readers],
+      [own, 300, 300 + RETENTION],
+    );
+    await acquireScript.run(
+      redis.client,
+      [theirs.lock, theirs.fence, theirs.readers],
+      [token('instance-b'), 300, 300 + RETENTION],
+    );
+    await redis.client.hset(foreign.lock, 'field', own);
+
+    const reply = await renewManyScript.run(
+      redis.client,
+      [
+        ours.lock,
+        ours.fence,
+        ours.holder,
+        theirs.lock,
+        theirs.fence,
+        theirs.holder,
+        foreign.lock,
+        foreign.fence,
+        foreign.holder,
+      ],
+      [RETENTION, own, 5_000, own, 5_000, own, 5_000],
+    );
+
+    expect(reply).toEqual([1, 0, 0]);
+    expect(await redis.client.pttl(ours.lock)).toBeGreaterThan(300);
+    expect(await redis.client.pttl(theirs.lock)).toBeLessThanOrEqual(300);
+  });
+});
+
+describe('fair mode', () => {
+  it('grants a free lock with the holder record beside it, expiring with the lease', async () => {
+    const own = token();
+    const fence = await fairAcquire(own, '1');
+
+    expect(typeof fence).toBe('number');
+    expect(await redis.client.get(keys.lock)).toBe(own);
+    // "<since ms> <token> <instance id>"
+    const record = (await redis.client.get(keys.holder))!;
+    expect(record).toMatch(/^\d+ /);
+    expect(record.endsWith(` ${own} ${INSTANCE}`)).toBe(true);
+    const ttls = await expectAllExpire(redis, prefix);
+    expect(ttls[keys.holder]).toBeLessThanOrEqual(LEASE);
+  });
+
+  it('queues a busy waiter, answers a re-sent grant as ours, and hands off on release', async () => {
+    const holder = token();
+    const waiter = token('instance-b');
+    const fence = (await fairAcquire(holder, '1')) as number;
+    const entryMs = 1_000;
+
+    const busy = await fairAcquire(waiter, '1', entryMs, 'instance-b');
+    expect(busy).toEqual([expect.any(Number), fence]);
+    expect((busy as [number, number])[0]).toBeLessThanOrEqual(0);
+    expect(await redis.client.zrange(keys.queue, 0, -1)).toEqual([waiter]);
+    const entry = (await redis.client.hget(keys.waiters, waiter))!.split(' ').map(Number);
+    const [expiresAt, lease] = [entry[0]!, entry[1]!];
+    expect(expiresAt).toBeGreaterThan(await redis.millis());
+    expect(lease).toBe(Math.min(LEASE, entryMs));
+    expect(await redis.client.hget(keys.waiterIds, waiter)).toBe('instance-b');
+    await expectAllExpire(redis, prefix);
+
+    const again = await fairAcquire(holder, '1');
+    expect(again).toEqual([fence, expect.any(Number)]);
+
+    // A newcomer that will not queue is refused too: the lock is held.
+    expect(await fairAcquire(token('instance-c'), '0')).toEqual([expect.any(Number), fence]);
+
+    expect(await fairRelease(holder)).toBe(1);
+    expect(await redis.published(keys.channel)).toEqual([`grant:${waiter}:${fence + 1}`]);
+    expect(await redis.client.get(keys.lock)).toBe(waiter);
+    expect(await redis.client.pttl(keys.lock)).toBeLessThanOrEqual(lease);
+    expect((await redis.client.get(keys.holder))!.endsWith(` ${waiter} instance-b`)).toBe(true);
+    expect(await redis.client.zcard(keys.queue)).toBe(0);
+    // The waiter's next try finds the lock already its own, with the fence it was handed.
+    expect(await fairAcquire(waiter, '1', entryMs, 'instance-b')).toEqual([
+      fence + 1,
+      expect.any(Number),
+    ]);
+  });
+
+  it('refuses a foreign release: no hand-off, nothing published (control)', async () => {
+    const holder = token();
+    await fairAcquire(holder, '1');
+    await fairAcquire(token('instance-b'), '1');
+    expect(await fairRelease(token('instance-c'))).toBe(0);
+    expect(await redis.client.get(keys.lock)).toBe(holder);
+    expect(await redis.published(keys.channel)).toEqual([]);
+  });
+
+  it('drops a waiter whose entry lapsed: the release hands nothing on', async () => {
+    const holder = token();
+    const waiter = token('instance-b');
+    await fairAcquire(holder, '1');
+    await fairAcquire(waiter, '1', 50);
+    const lapsed = (await redis.millis()) + 60;
+    await waitFor(async () => (await redis.millis()) > lapsed, 1_000);
+
+    expect(await fairRelease(holder)).toBe(1);
+    expect(await redis.published(keys.channel)).toEqual([holder]);
+    expect(await redis.client.exists(keys.lock)).toBe(0);
+    expect(await redis.client.hexists(keys.waiters, waiter)).toBe(0);
+  });
+
+  it('publishes wake-all when the last waiter leaves a lock nobody holds', async () => {
+    const waiter = token('instance-b');
+    await fairAcquire(token(), '1');
+    await fairAcquire(waiter, '1', 5_000);
+    // The holder's lease ran out (as after a crash).
+    await redis.client.del(keys.lock);
+
+    expect(await fairRelease(waiter)).toBe(0);
+    expect(await redis.published(keys.channel)).toEqual([`wake-all:${waiter}`]);
+    expect(await redis.client.exists(keys.queue)).toBe(0);
+  });
+});
+
+describe('NOSCRIPT', () => {
+  it('falls back to EVAL once the script cache is flushed, and caches the script again', async () => {
+    await redis.client.script('FLUSH');
+    // Control: the script really is gone from the cache.
+    await expect(redis.client.evalsha(acquireScript.sha, 0)).rejects.toThrow(/NOSCRIPT/);
+    expect(await acquire(token())).toBeGreaterThan(0);
+    expect(await redis.client.script('EXISTS', acquireScript.sha)).toEqual([1]);
+  });
+});
