@@ -1,9 +1,8 @@
 import { StreamableFile } from '@nestjs/common';
 import { finalize, isObservable } from 'rxjs';
-import { callLocked, type CallerPresence } from '../locking/call-locked';
 import type { LockedCall } from '../locking/locked-call';
 import type { LockSource, LockTarget } from '../locking/lock-source';
-import type { RunLockedOptions } from '../locking/run-locked-options';
+import { callLocked, type CallerPresence, type RunLockedOptions } from '../locking/run-locked';
 import { responseOver, streamOver, type ResponseBinding } from './locked-response';
 import { NestMetadata } from '../nest-internals';
 

@@ -1,15 +1,38 @@
 import { Observable, type Subscription } from 'rxjs';
 import type { LockHandle } from '../engine/lock-handle';
-import { acquireOrSkip, endHold, type HeldCall } from './held-call';
+import { LockNotAcquiredError, type LockLostError } from '../errors/errors';
+import type { WithLockOptions } from '../options/lock-call-options';
+import { leaseKindOf } from '../options/permits-option';
+import type { OnBusyPolicy } from '../options/redis-lock-options';
+import { HandleLease } from './handle-lease';
+import type { HeldLease } from './held-lease';
 import { Hold, releaseQuietly } from './holds';
-import type { LockSource, LockTarget } from './lock-source';
 import { joinHeld } from './join-held';
-import { frameWith, lockContext } from './lock-context';
+import { frameKeyOf } from './lease-frames';
+import { frameWith, lockContext, type LockFrame } from './lock-context';
+import { isKeyList, type LockSource, type LockTarget } from './lock-source';
 import { LockedCall } from './locked-call';
-import { lockSourceFor } from './public-lock-source';
-import type { RunLockedOptions } from './run-locked-options';
+import { lockSourceFor, type ServiceLockSource } from './public-lock-source';
 
-export type { RunLockedOptions };
+/**
+ * Work run under a lock, in one place: join a hold the call chain has (re-entrancy, `joinHeld`),
+ * else acquire or skip (`acquireHold`); run the work in a frame that carries its hold
+ * (`inFrame`: `currentLock()`, nested joins); end the hold after the work (`endHold`: the last
+ * hold releases, `minHold` and `maxHold` are the hold's); and answer a loss as `onLost` says
+ * (`lostToThrow`). The forms differ only in how the work starts and its end is heard: a
+ * callback's promise (`runLocked`, `callLocked` for routes) or a stream (`observeLocked`).
+ */
+
+/** Options shared by `withLock`, `@Locked` on providers and `@Locked` on routes. */
+export interface RunLockedOptions extends WithLockOptions {
+  onBusy?: OnBusyPolicy;
+}
+
+/** Whether the caller still listens; `signal` aborts when it leaves (for a waiting acquire). */
+export interface CallerPresence {
+  readonly left: boolean;
+  readonly signal?: AbortSignal;
+}
 
 /**
  * Holds `key` while `fn` runs: joins a lock this call chain already holds (re-entrancy),
@@ -19,39 +42,98 @@ export type { RunLockedOptions };
  * busy and `onBusy` is `'skip'`. A source that is not this package's `LockService` (a test
  * double) is used through its public `acquire` and `LockHandle` only.
  */
-export async function runLocked<T>(
+export function runLocked<T>(
   given: LockSource,
   key: LockTarget,
   options: RunLockedOptions,
   fn: (lock: LockHandle) => T | Promise<T>,
 ): Promise<T> {
+  return holdWhile(given, key, options, fn) as Promise<T>;
+}
+
+/**
+ * The Promise form of `observeLocked`, for HTTP route handlers locked without an interceptor:
+ * `runLocked`, with `fn` given the call's `LockedCall` instead of the handle. Work `fn` records
+ * on the call (a stream still being read) keeps the lock, renewed, past the answer; the release
+ * follows once it has settled, and a loss then is reported by the engine. `mapError` shapes lock
+ * failures only (the acquire's, a loss with `onLost: 'throw'`); `fn`'s own errors pass through
+ * untouched. When the caller stops listening (`caller`, e.g. a timeout), a waiting acquire is
+ * cancelled and a lock granted after it is released at once, without running `fn`, as
+ * `observeLocked` does on unsubscribe.
+ */
+export function callLocked<T>(
+  given: LockSource,
+  key: LockTarget,
+  options: RunLockedOptions,
+  fn: (call: LockedCall) => T | Promise<T>,
+  mapError: (error: unknown) => unknown = (error) => error,
+  caller?: CallerPresence,
+): Promise<T | undefined> {
+  return holdWhile(given, key, options, fn, mapError, caller);
+}
+
+/**
+ * The Promise form of both. A route's (given `mapError`, and `caller` if it can leave): `fn`
+ * gets a `LockedCall` (work that outlives the answer) and the hold of a joined call ends in the
+ * background, as a stream's does. Any other (no `mapError`): `fn` gets the handle, the hold's
+ * end is always awaited (a joined call's loss included), and the work is traced as a `lock.hold`
+ * span when a tracer provider is registered. Options are passed apart, not as one object: no
+ * allocation per call for them.
+ */
+async function holdWhile<T, A extends LockHandle | LockedCall>(
+  given: LockSource,
+  key: LockTarget,
+  options: RunLockedOptions,
+  fn: (arg: A) => T | Promise<T>,
+  mapError?: (error: unknown) => unknown,
+  caller?: CallerPresence,
+): Promise<T | undefined> {
   const locks = lockSourceFor(given);
   const parent = lockContext.getStore();
   // Joined synchronously, at call time: a caller that does not await this call cannot end the
   // last hold (and release) before this one counts.
-  let hold = joinHeld(locks, key, options, parent);
-  const reentrant = hold !== undefined;
-  if (!hold) {
-    const lock = await acquireOrSkip(locks, key, options);
-    if (!lock) return undefined as T;
-    hold = Hold.of(lock);
-  }
-  const own = hold;
-  // The `lock.hold` span (with a tracer provider registered): the work's own spans go under it.
-  const span = locks.engine.lifecycle?.holdSpan(own.lock, reentrant);
-  const work = (): T | Promise<T> => lockContext.run(frameWith(parent, own), () => fn(own.handle));
+  const joined = joinHeld(locks, key, options, parent);
+  const hold = joined ?? (await acquireHold(locks, key, options, mapError, caller));
+  if (!hold) return undefined;
+  const call = mapError ? new LockedCall() : undefined;
+  // `fn` is typed by the form: a route's is given its call, any other the hold's handle.
+  const arg = (call ?? hold.handle) as A;
+  const span = mapError
+    ? undefined
+    : locks.engine.lifecycle?.holdSpan(hold.lock, joined !== undefined);
   let result: T;
   try {
-    result = await (span ? span.run(work) : work());
+    result = await (span
+      ? span.run(() => inFrame(parent, hold, fn, arg))
+      : inFrame(parent, hold, fn, arg));
   } catch (error) {
-    const lost = await own.end();
+    const lost = await endAfter(hold, call, joined !== undefined);
     span?.end({ error }, lost?.reason);
     throw error;
   }
-  const lost = await own.end();
+  const lost = await endAfter(hold, call, joined !== undefined);
   span?.end(undefined, lost?.reason);
-  if (lost && (options.onLost ?? locks.options.onLost) === 'throw') throw lost;
+  const failure = lostToThrow(locks, options, lost);
+  if (failure) throw mapError ? mapError(failure) : failure;
   return result;
+}
+
+/**
+ * Ends the Promise form's hold. Waited for (and its loss returned) unless the work outlives the
+ * answer, as `observeLocked` does: a route's joined hold, or work still held on its call, ends
+ * in the background.
+ */
+function endAfter(
+  hold: Hold,
+  call: LockedCall | undefined,
+  joined: boolean,
+): Promise<LockLostError | undefined> | undefined {
+  if (!call) return hold.end();
+  if (joined || call.busy) {
+    void endHold(hold, call);
+    return undefined;
+  }
+  return endHold(hold, call);
 }
 
 /**
@@ -79,17 +161,14 @@ export function observeLocked<T>(
       // and until the work the call holds has settled. The subscriber itself is passed on, so a
       // consumer that leaves while the source is being subscribed still unsubscribes it.
       const call = new LockedCall();
-      subscriber.add(() => void endHold({ hold: joined, call }));
-      return lockContext.run(frameWith(parent, joined), () => source(call).subscribe(subscriber));
+      subscriber.add(() => void endHold(joined, call));
+      return inFrame(parent, joined, (held) => source(held).subscribe(subscriber), call);
     }
 
-    let held: HeldCall | undefined;
+    let hold: Hold | undefined;
+    let call: LockedCall | undefined;
     let inner: Subscription | undefined;
     let closed = false;
-    // Cancels a waiting acquire when the subscriber leaves; a fail-fast one (wait 0) needs none,
-    // and a grant that lands after the subscriber left is released below anyway.
-    const waits = (options.wait ?? locks.options.wait) > 0;
-    const leave = waits ? new AbortController() : undefined;
     // A mapping that throws (a header that can no longer be set, a user's exception factory)
     // must still reach the subscriber: these run in promise callbacks, where a throw would be an
     // unhandled rejection and the subscriber would never hear back.
@@ -103,44 +182,53 @@ export function observeLocked<T>(
       subscriber.error(mapped);
     };
     const finish = async (error?: unknown, failed = false): Promise<void> => {
-      const ending = held;
-      held = undefined;
-      if (!ending) return;
-      if (ending.call.busy) {
+      const ending = hold;
+      hold = undefined;
+      if (!ending || !call) return;
+      if (call.busy) {
         // Work for the key outlives the stream (a response still being sent, an ack not yet
         // called): answer now, release once it is done. A loss then is reported by the engine.
         if (failed) subscriber.error(error);
         else subscriber.complete();
-        void endHold(ending);
+        void endHold(ending, call);
         return;
       }
-      const lost = await endHold(ending);
+      const lost = await endHold(ending, call);
       if (failed) subscriber.error(error);
-      else if (lost && (options.onLost ?? locks.options.onLost) === 'throw') failWith(lost);
-      else subscriber.complete();
+      else {
+        const failure = lostToThrow(locks, options, lost);
+        if (failure) failWith(failure);
+        else subscriber.complete();
+      }
     };
 
-    const signal =
-      options.signal && leave
-        ? AbortSignal.any([options.signal, leave.signal])
-        : (options.signal ?? leave?.signal);
-    acquireOrSkip(locks, key, { ...options, signal }).then(
+    // Cancels a waiting acquire when the subscriber leaves; a fail-fast one (wait 0) needs none,
+    // and a grant that lands after the subscriber left is released below anyway.
+    const leave = (options.wait ?? locks.options.wait) > 0 ? new AbortController() : undefined;
+    acquireOrSkip(locks, key, withLeave(options, leave?.signal)).then(
       (acquired) => {
         if (!acquired) return subscriber.complete();
         if (closed) return void releaseQuietly(acquired);
-        const started: HeldCall = { hold: Hold.of(acquired), call: new LockedCall() };
-        held = started;
-        lockContext.run(frameWith(parent, started.hold), () => {
-          try {
-            inner = source(started.call).subscribe({
-              next: (value) => subscriber.next(value),
-              error: (error: unknown) => void finish(error, true),
-              complete: () => void finish(),
-            });
-          } catch (error) {
-            void finish(error, true);
-          }
-        });
+        const started = Hold.of(acquired);
+        const startedCall = new LockedCall();
+        hold = started;
+        call = startedCall;
+        inFrame(
+          parent,
+          started,
+          (held) => {
+            try {
+              inner = source(held).subscribe({
+                next: (value) => subscriber.next(value),
+                error: (error: unknown) => void finish(error, true),
+                complete: () => void finish(),
+              });
+            } catch (error) {
+              void finish(error, true);
+            }
+          },
+          startedCall,
+        );
         // The consumer left on a value emitted while subscribing (`startWith`, a
         // `BehaviorSubject`, then `take(1)`): teardown ran before `inner` existed. The hold's end
         // waits a tick at least, so the source stops here, before the key can be released.
@@ -155,10 +243,130 @@ export function observeLocked<T>(
       closed = true;
       leave?.abort();
       inner?.unsubscribe();
-      const ending = held;
-      held = undefined;
+      const ending = hold;
+      hold = undefined;
       // Teardown has run; the held work (a promise that cannot be cancelled) still holds the key.
-      if (ending) void endHold(ending);
+      if (ending && call) void endHold(ending, call);
     };
   });
+}
+
+/**
+ * Acquires `key` for the Promise form as a first hold, or resolves `null` when busy and skipped,
+ * or (a route's, given `mapError`) when the caller left while it was being taken: nobody hears
+ * the call, so nothing runs, and the lock is released at once. Its lock failures go through
+ * `mapError`.
+ */
+async function acquireHold(
+  locks: ServiceLockSource,
+  key: LockTarget,
+  options: RunLockedOptions,
+  mapError: ((error: unknown) => unknown) | undefined,
+  caller: CallerPresence | undefined,
+): Promise<Hold | null> {
+  if (!mapError) {
+    const lease = await acquireOrSkip(locks, key, options);
+    return lease && Hold.of(lease);
+  }
+  let lease: HeldLease | null;
+  try {
+    lease = await acquireOrSkip(locks, key, withLeave(options, caller?.signal));
+  } catch (error) {
+    throw mapError(error);
+  }
+  if (!lease) return null;
+  if (caller?.left) {
+    void releaseQuietly(lease);
+    return null;
+  }
+  return Hold.of(lease);
+}
+
+/** Runs `fn(arg)` in a child of `parent` whose innermost hold is `hold`: what nested calls see. */
+function inFrame<A, R>(parent: LockFrame | undefined, hold: Hold, fn: (arg: A) => R, arg: A): R {
+  return lockContext.run(frameWith(parent, hold), fn, arg);
+}
+
+/**
+ * Ends one call's hold: waits for the work the call still holds (the lock keeps being renewed
+ * meanwhile), then ends the hold: its handle's signal aborts, and the last hold releases.
+ * Never rejects.
+ */
+async function endHold(hold: Hold, call: LockedCall): Promise<LockLostError | undefined> {
+  // Nothing outlives the call: abort at once, within teardown, so work that checks it stops.
+  if (!call.busy) hold.handle.end();
+  await call.drain();
+  return hold.end();
+}
+
+/** The loss to answer with after the work, when `onLost` says to throw it. */
+function lostToThrow(
+  locks: ServiceLockSource,
+  options: RunLockedOptions,
+  lost: LockLostError | undefined,
+): LockLostError | undefined {
+  return lost && (options.onLost ?? locks.options.onLost) === 'throw' ? lost : undefined;
+}
+
+/** `options` with `left` cancelling the acquire too. */
+function withLeave(options: RunLockedOptions, left: AbortSignal | undefined): RunLockedOptions {
+  if (!left) return options;
+  const signal = options.signal ? AbortSignal.any([options.signal, left]) : left;
+  return { ...options, signal };
+}
+
+/**
+ * Acquires `key`, or resolves `null` when it is busy and `onBusy` is `'skip'`. A lock already lost
+ * when it is granted (its lease ran out before the grant's answer arrived) is released and its
+ * loss thrown: the work never starts under an aborted signal.
+ */
+async function acquireOrSkip(
+  locks: ServiceLockSource,
+  key: LockTarget,
+  options: RunLockedOptions,
+): Promise<HeldLease | null> {
+  const lease = await leaseOrSkip(locks, key, options);
+  if (lease?.signal.aborted) {
+    await releaseQuietly(lease);
+    throw lease.signal.reason;
+  }
+  return lease;
+}
+
+async function leaseOrSkip(
+  locks: ServiceLockSource,
+  key: LockTarget,
+  options: RunLockedOptions,
+): Promise<HeldLease | null> {
+  try {
+    // A source `lockSourceFor` returned: the engine's `HeldLock` or `MultiLock`, or a double's
+    // `HandleLease`.
+    const handle = await (isKeyList(key)
+      ? locks.acquire(key, options)
+      : locks.acquire(key, options));
+    const acquired = handle as Partial<HeldLease> & LockHandle;
+    // A real service whose `acquire` was replaced (a spy, a subclass) may hand back a plain handle.
+    if (acquired && acquired.owner === locks.engine) return acquired as HeldLease;
+    if (!isKeyList(key)) {
+      const frameKey = frameKeyOf(locks, key, options);
+      return new HandleLease(
+        acquired,
+        key,
+        locks.engine,
+        frameKey,
+        undefined,
+        leaseKindOf(options),
+      );
+    }
+    const names = key.map((one) => locks.engine.keysOf(one).lock);
+    return new HandleLease(acquired, key.join(', '), locks.engine, names[0] ?? '', names);
+  } catch (error) {
+    if (
+      error instanceof LockNotAcquiredError &&
+      (options.onBusy ?? locks.options.onBusy) === 'skip'
+    ) {
+      return null;
+    }
+    throw error;
+  }
 }
