@@ -56,9 +56,9 @@ export class LockRedisKeys {
   }
 
   /**
-   * Who holds the lock, for inspection only: `"<since ms> <instance id>"` (STRING), written by the
-   * script that grants the lock with the lease's own PX, renewed and deleted with it. The token
-   * stays alone in the lock key, so every compare stays exact.
+   * Fair mode only: who holds the lock, for inspection — `"<since ms> <token> <instance id>"`
+   * (STRING), written by the script that hands the lock over, with the lease's own PX, renewed and
+   * deleted with it. A plain grant writes none: its token names its holder (`newHolderToken`).
    */
   get holder(): string {
     return `${this.lock}:holder`;
