@@ -43,7 +43,9 @@ export { createLockStore, isUnclaimed, type EngineBackend, type LockStore } from
  * by `commandTimeout`. Knows nothing of Nest beyond its Logger.
  */
 export class LockEngine implements LockOperations<HeldLock> {
-  readonly events = new EventEmitter();
+  // Typed as the default event map: an inferred `EventEmitter<[never]>` in the declarations
+  // fails type-checks of apps on newer @types/node (TS2344).
+  readonly events: EventEmitter = new EventEmitter();
   /** Where acquires, releases, losses and renewal failures are reported: events and telemetry. */
   readonly lifecycle: LockLifecycle;
   /** The connections' health: lock calls fail at once, with the cause, while they cannot work. */
