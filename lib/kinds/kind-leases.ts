@@ -102,14 +102,23 @@ export function renewByKind(
 }
 
 /**
- * The watchdog's renewal of one lease by its own compare-and-pexpire, for the kinds whose leases
+ * The watchdog's renewal of each lease by its own compare-and-pexpire, for the kinds whose leases
  * renew one by one (shares, permits): a foreign value under one of its names (WRONGTYPE) loses
  * that lease only, as "not ours"; an answer that could not be told is undefined (retried).
  */
-export function renewOne(kind: KindLeases, lease: RenewableLease): Promise<boolean | undefined> {
-  return kind
-    .extend(lease.redisKeys, lease.token, Math.ceil(lease.lease))
-    .catch((error: unknown) => (finalReplyErrorCode(error) === 'WRONGTYPE' ? false : undefined));
+export function renewOneByOne(
+  kind: KindLeases,
+  leases: readonly RenewableLease[],
+): Promise<(boolean | undefined)[]> {
+  return Promise.all(
+    leases.map((lease) =>
+      kind
+        .extend(lease.redisKeys, lease.token, Math.ceil(lease.lease))
+        .catch((error: unknown) =>
+          finalReplyErrorCode(error) === 'WRONGTYPE' ? false : undefined,
+        ),
+    ),
+  );
 }
 
 /**

@@ -5,7 +5,7 @@ import { readReleaseScript } from './read-release.script';
 import { writerLeaveScript } from './writer-leave.script';
 import type { RedisCommander } from '../../redis/redis-client';
 import type { AcquireTry, RenewableLease } from '../../backends/lock-backend';
-import { renewOne, type KindLeases, type RedisKindContext } from '../kind-leases';
+import { renewOneByOne, type KindLeases, type RedisKindContext } from '../kind-leases';
 
 /**
  * Readers' shares of read-write locks on one Redis or a Cluster: many at once, never beside a
@@ -39,7 +39,7 @@ export class RedisReadLeases implements KindLeases {
   }
 
   renew(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
-    return Promise.all(leases.map((lease) => renewOne(this, lease)));
+    return renewOneByOne(this, leases);
   }
 
   release<T>(keys: LockRedisKeys, token: string, then: (deleted: boolean) => T): Promise<T> {

@@ -6,7 +6,7 @@ import { permitReleaseScript } from './permit-release.script';
 import type { RedisCommander } from '../../redis/redis-client';
 import type { AcquireTry, RenewableLease } from '../../backends/lock-backend';
 import { permitsOf } from '../../keys/lease-kind';
-import { renewOne, type KindLeases, type RedisKindContext } from '../kind-leases';
+import { renewOneByOne, type KindLeases, type RedisKindContext } from '../kind-leases';
 import { RedisFairPermits } from './redis-fair-permits';
 
 /**
@@ -52,7 +52,7 @@ export class RedisPermits implements KindLeases {
 
   /** Each permit by its own script: a foreign value under one name loses that permit only. */
   renew(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
-    return Promise.all(leases.map((lease) => renewOne(this, lease)));
+    return renewOneByOne(this, leases);
   }
 
   /** Our live permit given back (true), or it had lapsed or was not there. */
