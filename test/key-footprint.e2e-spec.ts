@@ -86,7 +86,7 @@ describe('on one Redis', () => {
     await sleep(ttl * 2);
     const ttlsOf = (names: string[]) => Promise.all(names.map((name) => redis.pttl(name)));
     const [readersTtl, readerHoldersTtl, permitsTtl, permitHoldersTtl] = await ttlsOf([
-      `${kindsPrefix}{doc}:readers`,
+      `${kindsPrefix}{doc}`,
       `${kindsPrefix}{doc}:readers:holders`,
       `${kindsPrefix}{pool}:permits`,
       `${kindsPrefix}{pool}:permits:holders`,

@@ -52,7 +52,7 @@ describe('extend() by a holder whose lock was deleted and retaken', () => {
 
   it("a reader's share: rejects with LockLostError (not-owner), leaves the new reader's lease and the readers' TTL", async () => {
     const [old, other] = [services.create(), services.create()];
-    const readers = `${keyOf('read')}:readers`;
+    const readers = keyOf('read');
     const stale = await old.acquire('read', { mode: 'read', ttl: STALE_TTL, renew: false });
     expect(await redis.del(readers)).toBe(1); // behind its back
     const owner = await other.acquire('read', { mode: 'read', ttl: NEW_TTL, renew: false });

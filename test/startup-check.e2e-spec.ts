@@ -13,6 +13,7 @@ import Redis from 'ioredis';
 import {
   LockService,
   RedisCommandError,
+  RedisLockConfigError,
   RedisLockModule,
   RedisUnavailableError,
   type RedisLockModuleOptions,
@@ -142,6 +143,29 @@ describe('a healthy Redis', () => {
     const { logs, error } = await boot({ redis: server.url, startupCheck: 'off' });
     expect(error).toBeUndefined();
     expect(logs.of('log', /answered/)).toEqual([]);
+  });
+});
+
+describe('keys of the 0.1.0 layout under the prefix', () => {
+  it("refuses to start while a 0.1.0 read lock's readers exist beside their lock key, naming it and how to drain", async () => {
+    const legacy = `${prefix}{report:7}:readers`;
+    // Control: the same prefix without the old key boots (and so would the other kinds' keys).
+    await admin.set(`${prefix}{report:8}`, 'a mutex holder');
+    expect((await boot({ redis: server.url })).error).toBeUndefined();
+    await admin.zadd(legacy, Date.now() + 60_000, 'a 0.1.0 reader');
+    try {
+      const { error, app } = await boot({ redis: server.url });
+      expect(app).toBeUndefined();
+      expect(error).toBeInstanceOf(RedisLockConfigError);
+      expect((error as Error).message).toContain(legacy);
+      expect((error as Error).message).toMatch(/Stop every 0\.1\.0 instance/);
+      // 'warn' starts, and says why lock calls are unsafe beside those readers.
+      const warned = await boot({ redis: server.url, startupCheck: 'warn' });
+      expect(warned.error).toBeUndefined();
+      expect(warned.logs.of('warn', legacy)).toHaveLength(1);
+    } finally {
+      await admin.del(legacy, `${prefix}{report:8}`);
+    }
   });
 });
 

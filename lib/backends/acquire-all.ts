@@ -17,7 +17,7 @@ export async function acquireAllOnRedis(
   keys: readonly LockRedisKeys[],
   tokens: readonly string[],
 ): Promise<AcquireAllReply> {
-  const names = keys.flatMap((k) => [k.lock, k.fence, k.readers]);
+  const names = keys.flatMap((k) => [k.lock, k.fence]);
   const [granted = 0, ...rest] = await acquireAllScript.run(call.client, names, [
     call.ttl,
     call.fenceRetention,

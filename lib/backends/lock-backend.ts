@@ -108,6 +108,11 @@ export interface LockBackend {
   inspectRaw(keys: LockRedisKeys): Promise<RawLockInfo>;
   /** One page of the lock names of every kind under `prefix` (see `scanLockNames`). */
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage>;
+  /**
+   * A key under `prefix` in an earlier version's layout that this one cannot exclude (see
+   * `findLegacyReaders`), or undefined. Absent: the store never had such keys.
+   */
+  findLegacyKey?(prefix: string): Promise<string | undefined>;
   createPubSub(): ReleasePubSub;
   /** Safety margin (ms) the holder subtracts from a lease of `ttl` on its local clock. */
   drift(ttl: number): number;

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { lockKeyPattern, lockNameOf } from '../keys/lock-keys';
+import { escapeGlob, lockKeyPattern, lockNameOf } from '../keys/lock-keys';
 import { isClusterClient, type RedisClient } from '../redis/redis-client';
 
 /** One page of lock key names found by SCAN. */
@@ -44,6 +44,31 @@ export async function scanLockNames(
     else scan = next;
   }
   return node < nodes.length ? { names, cursor: `${node}:${scan}` } : { names };
+}
+
+/**
+ * A read lock's readers in the key layout of 0.1.0, which kept them beside the lock key as
+ * `<prefix>{<key>}:readers`: the first such name found under `prefix` (every primary of a
+ * Cluster, SCAN to the end), or undefined. This version keeps readers under the lock key itself
+ * and would not see those — a writer would get in beside them — so the startup check refuses to
+ * start while one exists.
+ */
+export async function findLegacyReaders(
+  client: RedisClient,
+  prefix: string,
+): Promise<string | undefined> {
+  const keyPrefix = String(client.options.keyPrefix ?? '');
+  const pattern = `${escapeGlob(keyPrefix + prefix)}{*}:readers`;
+  if (isClusterClient(client) && client.nodes('master').length === 0) await client.ping();
+  for (const node of scanNodes(client)) {
+    let scan = '0';
+    do {
+      const [next, found] = await node.scan(scan, 'MATCH', pattern, 'COUNT', 1_000);
+      if (found[0] !== undefined) return found[0].slice(keyPrefix.length);
+      scan = next;
+    } while (scan !== '0');
+  }
+  return undefined;
 }
 
 /** The servers to scan: the primaries of a Cluster, by address; else the one client. */

@@ -31,7 +31,6 @@ export class RedisAdmin {
         lock.holder,
         lock.queue,
         lock.waiterIds,
-        lock.readers,
         lock.readerHolders,
         lock.writersWaiting,
         semaphore.lock,
@@ -63,9 +62,7 @@ export class RedisAdmin {
    */
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
     const { exclusive: lock, semaphore } = kindKeysOf(baseLockOf(keys));
-    return (
-      (await isLockedScript.run(this.client, [lock.lock, lock.readers, semaphore.lock], [])) === 1
-    );
+    return (await isLockedScript.run(this.client, [lock.lock, semaphore.lock], [])) === 1;
   }
 
   /** Removes every holder of every kind on the key; what it removed, or null when nothing. */
@@ -78,7 +75,6 @@ export class RedisAdmin {
         lock.lock,
         lock.fence,
         lock.holder,
-        lock.readers,
         lock.readerHolders,
         semaphore.lock,
         semaphore.permitLimit,

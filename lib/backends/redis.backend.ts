@@ -30,7 +30,7 @@ import type {
 import type { RawLockInfo } from './lock-info';
 import type { EvictedLock } from './lock-eviction';
 import { RedisAdmin } from './redis-admin';
-import { scanLockNames, type LockNamesPage } from './lock-scan';
+import { findLegacyReaders, scanLockNames, type LockNamesPage } from './lock-scan';
 import { RedisPermits } from '../kinds/semaphore/redis-permits';
 import { RedisExclusiveLeases } from '../kinds/exclusive/redis-exclusive';
 import { renewByKind, type FairLeases, type KindTable } from '../kinds/kind-leases';
@@ -186,6 +186,10 @@ export class RedisBackend implements FairLockBackend {
 
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage> {
     return scanLockNames(this.connection.client, prefix, cursor, count);
+  }
+
+  findLegacyKey(prefix: string): Promise<string | undefined> {
+    return findLegacyReaders(this.connection.client, prefix);
   }
 
   /** Held in any way: what `inspectRaw` reads as held, by a lighter script. */

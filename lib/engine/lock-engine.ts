@@ -120,6 +120,11 @@ export class LockEngine implements LockOperations<HeldLock> {
    * Tries at once, then waits within `wait` (see waitForLock); in fair mode the call queues in
    * Redis and a release hands the lock to the first in line.
    */
+  /** A key under the prefix in a layout this version cannot exclude (see `findLegacyKey`). */
+  findLegacyKey(): Promise<string | undefined> {
+    return this.backend.findLegacyKey?.(this.options.prefix) ?? Promise.resolve(undefined);
+  }
+
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const queues = (request.kind?.type ?? 'exclusive') !== 'read';
     const acquirer = queues ? (this.fair ?? this.plain) : this.plain;

@@ -1,5 +1,6 @@
 import type { LockBackend } from '../backends/lock-backend';
 import {
+  heldKinds,
   lockInfoOf,
   type ListedLock,
   type LockInfo,
@@ -50,7 +51,10 @@ export class LockInspection {
         if (!lock) return undefined;
         const inspected = this.backend.inspectRaw(kindKeysOf(lock.base).exclusive);
         const raw = await this.bounded(inspected, 'inspect', `lock "${name}"`);
-        return { key: userKeyOf(prefix, lock.base), ...lockInfoOf(raw, lock.kind) };
+        // A name several kinds share (a writer's string or the readers' set) holds one of them.
+        const kind = heldKinds(raw).find((held) => lock.kinds.includes(held));
+        if (!kind) return undefined;
+        return { key: userKeyOf(prefix, lock.base), ...lockInfoOf(raw, kind) };
       }),
     );
     const locks = found.filter((lock): lock is ListedLock => lock?.held === true);

@@ -92,7 +92,6 @@ describe('lockKeyPattern and userKeyOf', () => {
         keys.queue,
         keys.waiters,
         keys.waiterIds,
-        keys.readers,
         keys.readerHolders,
         keys.permitHolders,
         keys.writersWaiting,
@@ -100,12 +99,11 @@ describe('lockKeyPattern and userKeyOf', () => {
       ]);
       const locks = named.flatMap((name) => {
         const found = lockNameOf(name);
-        return found ? [[name, found.kind, userKeyOf('lock:', found.base)]] : [];
+        return found ? [[name, found.kinds, userKeyOf('lock:', found.base)]] : [];
       });
       expect(locks).toEqual([
-        [base, 'exclusive', key],
-        [exclusive.readers, 'read', key],
-        [semaphore.lock, 'semaphore', key],
+        [base, ['exclusive', 'read'], key],
+        [semaphore.lock, ['semaphore'], key],
       ]);
     },
   );

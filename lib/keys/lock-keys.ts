@@ -10,13 +10,15 @@ export type LockKind = LeaseKind['type'];
 
 /**
  * The name each kind of lock keeps its holders under, as a suffix after `<prefix>{<key>}`: the
- * one table the key naming, the listing's SCAN and the inspection scripts read. Only these names
- * end in `}` or in one of these suffixes; every other name of a lock (fence, queue, holder
+ * one table the key naming, the listing's SCAN and the inspection scripts read. A mutex (or a
+ * writer) and a read lock's readers share the lock's own name — its type says which holds it: a
+ * string, or the readers' sorted set — so they exclude each other by the one key. Only these
+ * names end in `}` or in one of these suffixes; every other name of a lock (fence, queue, holder
  * records) ends otherwise, so a listing never mistakes one for a lock.
  */
 export const LOCK_NAME_SUFFIXES: Readonly<Record<LockKind, string>> = Object.freeze({
   exclusive: '',
-  read: ':readers',
+  read: '',
   semaphore: ':permits',
 });
 
@@ -69,18 +71,14 @@ export class LockRedisKeys {
     return `${this.lock}:waiter-ids`;
   }
 
-  /** Read-write locks: the readers holding a share (ZSET token → lease end, ms on Redis' clock). */
-  get readers(): string {
-    return `${this.lock}${LOCK_NAME_SUFFIXES.read}`;
-  }
-
   /**
    * Read-write locks: who holds each share, for inspection only (HASH token → `"<since ms>
-   * <instance id>"`), written by the grant beside the readers with their TTL, pruned with their
-   * lapsed shares and deleted with the last one.
+   * <instance id>"`), written by the grant beside the readers (the sorted set token → lease end
+   * under `lock` itself, on Redis' clock) with their TTL, pruned with their lapsed shares and
+   * deleted with the last one.
    */
   get readerHolders(): string {
-    return `${this.readers}:holders`;
+    return `${this.lock}:readers:holders`;
   }
 
   /**
@@ -107,25 +105,31 @@ export class LockRedisKeys {
 
 /**
  * The SCAN pattern of the names under `prefix` that may be locks (glob characters in the prefix
- * escaped): ending in `}` (a mutex) or in `s` (`:readers`, `:permits`), so the server already
+ * escaped): ending in `}` (a mutex, a writer or readers) or in `s` (`:permits`), so the server already
  * leaves out fence counters, queues and the mutex's holder record — the fence counters, which
  * outlive their locks by `fenceRetention`, are most of the keys. `lockNameOf` tells which of the
  * rest are locks (one pattern cannot end in several suffixes).
  */
 export function lockKeyPattern(prefix: string): string {
-  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*[}s]`;
+  return `${escapeGlob(prefix)}{*[}s]`;
+}
+
+/** `text` as a literal in a SCAN MATCH pattern: its glob characters escaped. */
+export function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
 /**
- * Which lock `name` (found by `lockKeyPattern`) holds, by the suffix table: the kind and the name
- * of its exclusive lock `<prefix>{<key>}`, or undefined for a lock's other names (fence, queue,
- * holder records). A user key may itself contain `}:readers`: its lock name still ends in `}`.
+ * Which locks `name` (found by `lockKeyPattern`) may hold, by the suffix table: the kinds whose
+ * name it is (the inspection's reading tells which of them holds it), and the name of its
+ * exclusive lock `<prefix>{<key>}`; undefined for a lock's other names (fence, queue, holder
+ * records). A user key may itself contain `}:permits`: its lock name still ends in `}`.
  */
-export function lockNameOf(name: string): { kind: LockKind; base: string } | undefined {
-  for (const kind of LOCK_KINDS) {
-    const suffix = LOCK_NAME_SUFFIXES[kind];
+export function lockNameOf(name: string): { kinds: LockKind[]; base: string } | undefined {
+  for (const suffix of new Set(Object.values(LOCK_NAME_SUFFIXES))) {
     if (!name.endsWith(`}${suffix}`)) continue;
-    return { kind, base: name.slice(0, name.length - suffix.length) };
+    const kinds = LOCK_KINDS.filter((kind) => LOCK_NAME_SUFFIXES[kind] === suffix);
+    return { kinds, base: name.slice(0, name.length - suffix.length) };
   }
   return undefined;
 }

@@ -12,8 +12,9 @@ import { readShareHoldersLua } from './share-holders.lua';
  * next renewal (its signal aborts). Waiters wake as a release would wake them: '1' for the lock,
  * a wake-all for the readers' (a writer waiting for them, readers queued behind it), one '1' per
  * permit removed on the semaphore's channel.
- * Keys: the lock, its fence counter, its holder record; the readers, their holder records; the
- * permits, their limit, their fence counter, their holder records.
+ * Keys: the lock (a writer's string, or the readers' sorted set), its fence counter, its holder
+ * record, the readers' holder records; the permits, their limit, their fence counter, their
+ * holder records.
  * Args: the publish command, the lock's release channel, the semaphore's (no KEY: see
  * release.script).
  * Returns {1 when the lock was deleted else 0, fence counter, "<since> <instance id>" of its
@@ -25,7 +26,6 @@ export const forceReleaseScript = new LuaScript<
     lockKey: string,
     fenceKey: string,
     holderKey: string,
-    readersKey: string,
     readerHoldersKey: string,
     permitsKey: string,
     limitKey: string,
@@ -44,24 +44,26 @@ export const forceReleaseScript = new LuaScript<
 >(
   'force-release',
   `
-local lockKey, fenceKey, holderKey = KEYS[1], KEYS[2], KEYS[3]
-local readersKey, readerHoldersKey = KEYS[4], KEYS[5]
-local permitsKey, limitKey, permitFenceKey, permitHoldersKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local lockKey, fenceKey, holderKey, readerHoldersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local permitsKey, limitKey, permitFenceKey, permitHoldersKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local publish, channel, permitChannel = ARGV[1], ARGV[2], ARGV[3]
 ${nowMsLua}
 local token = redis.pcall('GET', lockKey)
 if type(token) ~= 'string' then token = false end
 ${readHolderLua('holderKey', 'token')}
+-- What is removed, read first: the live readers and permits, with their records.
+${readShareHoldersLua('lockKey', 'readerHoldersKey', 'readers', false)}${readShareHoldersLua('permitsKey', 'permitHoldersKey', 'permits', true)}
 local deleted = 0
-if redis.call('DEL', lockKey) == 1 then
+if redis.call('TYPE', lockKey)['ok'] == 'zset' then
+  -- The readers' set (its lapsed shares too).
+  redis.call('DEL', lockKey)
+  if #readers > 0 then redis.call(publish, channel, 'wake-all:force-release') end
+elseif redis.call('DEL', lockKey) == 1 then
   deleted = 1
   redis.call('DEL', holderKey)
   redis.call(publish, channel, '1')
 end
--- What is removed, read first: the live readers and permits, with their records.
-${readShareHoldersLua('readersKey', 'readerHoldersKey', 'readers', false)}${readShareHoldersLua('permitsKey', 'permitHoldersKey', 'permits', true)}
-redis.call('DEL', readersKey, readerHoldersKey)
-if #readers > 0 then redis.call(publish, channel, 'wake-all:force-release') end
+redis.call('DEL', readerHoldersKey)
 redis.call('DEL', permitsKey, limitKey, permitHoldersKey)
 for _ = 1, #permits / 2 do redis.call(publish, permitChannel, '1') end
 return {

@@ -10,7 +10,7 @@ import { readShareHoldersLua } from './share-holders.lua';
  * semaphore's live permits, limit, fence and fair queue. Writes nothing; a foreign value of
  * another type under a name of ours reads as "not held", not an error.
  * Keys: the lock, its fence counter, its holder record, the queue, the waiters' instance ids (as
- * in fairAcquireScript); the readers, their holder records, the writers waiting; the permits,
+ * in fairAcquireScript); the readers' holder records, the writers waiting; the permits,
  * their limit, their fence counter, their holder records, their queue, their waiters' instance
  * ids.
  * Returns {token or false, pttl, fence counter, "<since> <instance id>" of the current grant's
@@ -27,7 +27,6 @@ export const inspectScript = new LuaScript<
     holderKey: string,
     queueKey: string,
     waiterIdsKey: string,
-    readersKey: string,
     readerHoldersKey: string,
     writersWaitingKey: string,
     permitsKey: string,
@@ -55,9 +54,9 @@ export const inspectScript = new LuaScript<
   'inspect',
   `
 local lockKey, fenceKey, holderKey, queueKey, waiterIdsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local readersKey, readerHoldersKey, writersWaitingKey = KEYS[6], KEYS[7], KEYS[8]
-local permitsKey, limitKey, permitFenceKey, permitHoldersKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local permitQueueKey, permitWaiterIdsKey = KEYS[13], KEYS[14]
+local readerHoldersKey, writersWaitingKey = KEYS[6], KEYS[7]
+local permitsKey, limitKey, permitFenceKey, permitHoldersKey = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local permitQueueKey, permitWaiterIdsKey = KEYS[12], KEYS[13]
 ${nowMsLua}
 local token = redis.pcall('GET', lockKey)
 if type(token) ~= 'string' then token = false end
@@ -76,8 +75,9 @@ local function queued(queue, ids)
   end
   return waiters
 end
--- A reader's share lapses in the ms its lease ends; a permit lives through it.
-${readShareHoldersLua('readersKey', 'readerHoldersKey', 'readers', false)}${readShareHoldersLua('permitsKey', 'permitHoldersKey', 'permits', true)}
+-- A reader's share lapses in the ms its lease ends; a permit lives through it. The readers hold
+-- the lock key itself, as a sorted set: a string there (a writer) reads as no readers.
+${readShareHoldersLua('lockKey', 'readerHoldersKey', 'readers', false)}${readShareHoldersLua('permitsKey', 'permitHoldersKey', 'permits', true)}
 local writersWaiting = redis.pcall('ZCOUNT', writersWaitingKey, '(' .. string.format('%d', now), '+inf')
 if type(writersWaiting) ~= 'number' then writersWaiting = 0 end
 return {

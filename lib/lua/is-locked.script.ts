@@ -8,24 +8,25 @@ import { liveFromLua } from './share-holders.lua';
  * held", as in inspectScript), or any live reader, or any live permit (`liveFromLua`, the rule
  * inspection applies). O(log N) and a one-integer reply, where inspectScript reads 14 keys and one
  * record per holder. Writes nothing. The keys share the hash tag: one slot on a Cluster.
- * Keys: the lock, the readers, the permits.
+ * Keys: the lock (a string while a writer holds it, the readers' sorted set while they do), the
+ * permits.
  * Returns 1 when held, else 0.
  */
 export const isLockedScript = new LuaScript<
-  readonly [lockKey: string, readersKey: string, permitsKey: string],
+  readonly [lockKey: string, permitsKey: string],
   readonly [],
   0 | 1
 >(
   'is-locked',
   `
-local lockKey, readersKey, permitsKey = KEYS[1], KEYS[2], KEYS[3]
+local lockKey, permitsKey = KEYS[1], KEYS[2]
 if type(redis.pcall('GET', lockKey)) == 'string' then return 1 end
 ${nowMsLua}
 local function live(setKey, from)
   local count = redis.pcall('ZCOUNT', setKey, from, '+inf')
   return type(count) == 'number' and count > 0
 end
-if live(readersKey, ${liveFromLua(false)}) or live(permitsKey, ${liveFromLua(true)}) then return 1 end
+if live(lockKey, ${liveFromLua(false)}) or live(permitsKey, ${liveFromLua(true)}) then return 1 end
 return 0
 `,
 );

@@ -2,7 +2,12 @@ import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type Redis from 'ioredis';
 import type { LockEngine } from '../engine/lock-engine';
 import { messages } from '../errors/messages';
-import { RedisCommandError, RedisLockError, RedisUnavailableError } from '../errors/errors';
+import {
+  RedisCommandError,
+  RedisLockConfigError,
+  RedisLockError,
+  RedisUnavailableError,
+} from '../errors/errors';
 import { isInternalLockSource } from '../locking/public-lock-source';
 import { LockService } from '../service/lock.service';
 import { ConnectionWatch, explain, type ClientWatch } from '../redis/connection-watch';
@@ -81,7 +86,7 @@ export async function checkRedis(engine: LockEngine): Promise<CheckResult> {
   const warnings: string[] = [];
   const answers = await Promise.all(
     connections.nodes.map((node) =>
-      inspectNode(node, timeout).catch((error: unknown) => asLockError(node, error)),
+      inspectNode(node, timeout).catch((error: unknown) => asLockError(node.address, error)),
     ),
   );
   const nodeErrors = answers.filter((answer) => answer instanceof RedisLockError);
@@ -107,6 +112,15 @@ export async function checkRedis(engine: LockEngine): Promise<CheckResult> {
             { cause: probe },
           )
         : probe;
+    return { warnings, problem };
+  }
+  // Keys of an older layout that this version would not see: a writer could get in beside them.
+  const legacy = await engine
+    .findLegacyKey()
+    .catch((error: unknown) => asLockError(connections.target, error));
+  if (legacy instanceof RedisLockError) return { warnings, problem: legacy };
+  if (legacy !== undefined) {
+    const problem = new RedisLockConfigError(messages.legacyLayout(legacy, engine.options.prefix));
     return { warnings, problem };
   }
   const infos = answers.filter((answer): answer is NodeInfo[] => Array.isArray(answer)).flat();
@@ -209,11 +223,11 @@ function elapsed(since: number): number {
   return performance.now() - since;
 }
 
-/** A failed PING as a lock error that names the node and the cause. */
-function asLockError(node: ClientWatch, error: unknown): RedisLockError {
+/** A failed command as a lock error that names where it went and the cause. */
+function asLockError(address: string, error: unknown): RedisLockError {
   if (error instanceof RedisLockError) return error;
   const cause = error instanceof Error ? error : new Error(String(error));
-  return new RedisUnavailableError(messages.connectionFailed(node.address, ...explain(cause)), {
+  return new RedisUnavailableError(messages.connectionFailed(address, ...explain(cause)), {
     cause,
   });
 }

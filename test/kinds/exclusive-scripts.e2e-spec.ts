@@ -13,6 +13,7 @@ import { fairReleaseScript } from '../../lib/kinds/exclusive/fair-release.script
 import { releaseScript } from '../../lib/kinds/exclusive/release.script';
 import { renewManyScript } from '../../lib/kinds/exclusive/renew-many.script';
 import { readAcquireScript } from '../../lib/kinds/read/read-acquire.script';
+import { commandsRunBy } from '../support/commandstats';
 import { expectAllExpire, ScriptRedis } from '../support/script-redis';
 import { startRedis, stopAllRedis } from '../support/redis-server';
 import { waitFor } from '../support/time';
@@ -29,24 +30,12 @@ let keys: LockRedisKeys;
 const token = (id = INSTANCE): string => `${randomBytes(16).toString('hex')} ${Date.now()} ${id}`;
 
 const acquire = (own: string, lease = LEASE) =>
-  acquireScript.run(
-    redis.client,
-    [keys.lock, keys.fence, keys.readers],
-    [own, lease, lease + RETENTION],
-  );
+  acquireScript.run(redis.client, [keys.lock, keys.fence], [own, lease, lease + RETENTION]);
 
 const release = (own: string) => releaseScript.run(redis.client, [keys.lock], [own, 'PUBLISH']);
 
 const fairKeys = () =>
-  [
-    keys.lock,
-    keys.fence,
-    keys.queue,
-    keys.waiters,
-    keys.holder,
-    keys.waiterIds,
-    keys.readers,
-  ] as const;
+  [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds] as const;
 
 const fairAcquire = (own: string, queue: '1' | '0', entryMs = 1_000, id = INSTANCE) =>
   fairAcquireScript.run(redis.client, fairKeys(), [own, LEASE, queue, entryMs, RETENTION, id]);
@@ -124,49 +113,39 @@ describe('acquireScript', () => {
     const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
     await readAcquireScript.run(
       redis.client,
-      [
-        readers.lock,
-        readers.readers,
-        readers.writersWaiting,
-        readers.queue,
-        readers.fence,
-        readers.readerHolders,
-      ],
+      [readers.lock, readers.writersWaiting, readers.queue, readers.fence, readers.readerHolders],
       [token(), 500, RETENTION, INSTANCE],
     );
     const busy = (await acquire(token())) as number;
 
     expect(busy).toBeLessThan(0);
     expect(-busy).toBeLessThanOrEqual(500);
-    expect(await redis.client.exists(keys.lock)).toBe(0);
+    // The readers hold the lock key itself: still their sorted set, no token written over it.
+    expect(await redis.client.type(keys.lock)).toBe('zset');
+    expect(await redis.client.zcard(keys.lock)).toBe(1);
   });
 
   it('does not count a crashed reader whose share lapsed', async () => {
     const now = await redis.millis();
-    await redis.client.zadd(keys.readers, now - 10, 'crashed');
-    expect(await acquire(token())).toBeGreaterThan(0);
-    expect(await redis.client.exists(keys.readers)).toBe(0);
+    await redis.client.zadd(keys.lock, now - 10, 'crashed');
+    const own = token();
+    expect(await acquire(own)).toBeGreaterThan(0);
+    // The lapsed share went, and the writer's token took the key.
+    expect(await redis.client.get(keys.lock)).toBe(own);
   });
 
   it('enters a waiting writer in the writers waiting, with a TTL, told to retry within a third', async () => {
     const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
     await readAcquireScript.run(
       redis.client,
-      [
-        readers.lock,
-        readers.readers,
-        readers.writersWaiting,
-        readers.queue,
-        readers.fence,
-        readers.readerHolders,
-      ],
+      [readers.lock, readers.writersWaiting, readers.queue, readers.fence, readers.readerHolders],
       [token(), 1_500, RETENTION, INSTANCE],
     );
     const entryMs = 900;
     const args = [token(), LEASE, LEASE + RETENTION, 'call-1', entryMs] as const;
     const reply = await acquireScript.run(
       redis.client,
-      [keys.lock, keys.fence, keys.readers, keys.writersWaiting],
+      [keys.lock, keys.fence, keys.writersWaiting],
       args,
     );
 
@@ -203,6 +182,41 @@ describe('releaseScript', () => {
     expect(await release(token())).toBe(0);
     expect(await redis.published(keys.channel)).toEqual([]);
   });
+
+  it('answers 0, not WRONGTYPE, once readers hold the key our lease left, and leaves them', async () => {
+    const own = token();
+    await acquire(own);
+    await redis.client.del(keys.lock); // our lease ended
+    await readAcquireScript.run(
+      redis.client,
+      [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+      [token(), LEASE, RETENTION, INSTANCE],
+    );
+    expect(await release(own)).toBe(0);
+    expect(
+      await extendScript.run(
+        redis.client,
+        [keys.lock, keys.fence, keys.holder],
+        [own, LEASE, RETENTION],
+      ),
+    ).toBe(0);
+    expect(await redis.client.zcard(keys.lock)).toBe(1);
+    expect(await redis.published(keys.channel)).toEqual([]);
+  });
+});
+
+describe('what an uncontended acquire and release run inside Lua', () => {
+  it('is SET NX PX, INCR and PEXPIRE of the fence, then GET, DEL and PUBLISH: nothing of other kinds', async () => {
+    const warm = token();
+    await acquire(warm); // the counter exists: the steady state of a key used before
+    await release(warm);
+    const ran = await commandsRunBy(redis.client, async () => {
+      const own = token();
+      await acquire(own);
+      await release(own);
+    });
+    expect(ran).toEqual({ set: 1, incr: 1, pexpire: 1, get: 1, del: 1, publish: 1 });
+  });
 });
 
 describe('extendScript', () => {
@@ -233,14 +247,10 @@ describe('renewManyScript', () => {
     const theirs = lockRedisKeys(prefix, 'theirs');
     const foreign = lockRedisKeys(prefix, 'foreign-type');
     const own = token();
+    await acquireScript.run(redis.client, [ours.lock, ours.fence], [own, 300, 300 + RETENTION]);
     await acquireScript.run(
       redis.client,
-      [ours.lock, ours.fence, ours.readers],
-      [own, 300, 300 + RETENTION],
-    );
-    await acquireScript.run(
-      redis.client,
-      [theirs.lock, theirs.fence, theirs.readers],
+      [theirs.lock, theirs.fence],
       [token('instance-b'), 300, 300 + RETENTION],
     );
     await redis.client.hset(foreign.lock, 'field', own);

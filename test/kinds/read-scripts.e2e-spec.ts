@@ -30,36 +30,32 @@ const token = (): string => randomBytes(16).toString('hex');
 const read = (own: string, lease = LEASE, id = INSTANCE) =>
   readAcquireScript.run(
     redis.client,
-    [keys.lock, keys.readers, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+    [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
     [own, lease, RETENTION, id],
   );
 
 const extend = (own: string, lease: number) =>
   readExtendScript.run(
     redis.client,
-    [keys.readers, keys.fence, keys.readerHolders],
+    [keys.lock, keys.fence, keys.readerHolders],
     [own, lease, RETENTION],
   );
 
 const leave = (own: string) =>
   readReleaseScript.run(
     redis.client,
-    [keys.readers, keys.readerHolders],
+    [keys.lock, keys.readerHolders],
     [own, 'PUBLISH', keys.channel],
   );
 
 const write = (own: string) =>
-  acquireScript.run(
-    redis.client,
-    [keys.lock, keys.fence, keys.readers],
-    [own, LEASE, LEASE + RETENTION],
-  );
+  acquireScript.run(redis.client, [keys.lock, keys.fence], [own, LEASE, LEASE + RETENTION]);
 
 /** A writer that will wait with writer priority (its call id `waitId`). */
 const writeOrWait = (own: string, waitId: string, entryMs = 1_000) =>
   acquireScript.run(
     redis.client,
-    [keys.lock, keys.fence, keys.readers, keys.writersWaiting],
+    [keys.lock, keys.fence, keys.writersWaiting],
     [own, LEASE, LEASE + RETENTION, waitId, entryMs],
   );
 
@@ -91,16 +87,16 @@ describe('readAcquireScript', () => {
     expect(fence).toBeGreaterThanOrEqual(before);
     expect(fence).toBeLessThanOrEqual(after);
     expect(await redis.client.get(keys.fence)).toBe(String(fence));
-    expect(await redis.client.type(keys.readers)).toBe('zset');
-    const score = Number(await redis.client.zscore(keys.readers, own));
+    expect(await redis.client.type(keys.lock)).toBe('zset');
+    const score = Number(await redis.client.zscore(keys.lock, own));
     expect(score).toBeGreaterThanOrEqual(Math.floor(before / 1000) + LEASE);
     expect(score).toBeLessThanOrEqual(Math.floor(after / 1000) + LEASE);
     expect(await redis.client.hget(keys.readerHolders, own)).toMatch(
       new RegExp(`^\\d+ ${INSTANCE}$`),
     );
     const ttls = await expectAllExpire(redis, prefix);
-    expect(Object.keys(ttls)).toEqual([keys.fence, keys.readerHolders, keys.readers].sort());
-    expect(ttls[keys.readers]).toBeLessThanOrEqual(LEASE);
+    expect(Object.keys(ttls)).toEqual([keys.fence, keys.readerHolders, keys.lock].sort());
+    expect(ttls[keys.lock]).toBeLessThanOrEqual(LEASE);
     expect(ttls[keys.fence]).toBeGreaterThan(LEASE);
     expect(ttls[keys.fence]).toBeLessThanOrEqual(LEASE + RETENTION);
   });
@@ -126,7 +122,7 @@ describe('readAcquireScript', () => {
     const fence = await read(own);
     const record = await redis.client.hget(keys.readerHolders, own);
     expect(await read(own, LEASE, 'someone-else')).toBe(fence);
-    expect(await redis.client.zcard(keys.readers)).toBe(1);
+    expect(await redis.client.zcard(keys.lock)).toBe(1);
     expect(await redis.client.hget(keys.readerHolders, own)).toBe(record);
   });
 
@@ -135,7 +131,7 @@ describe('readAcquireScript', () => {
     const refused = await read(token());
     expect(refused).toBeLessThan(0);
     expect(-refused).toBeLessThanOrEqual(LEASE);
-    expect(await redis.client.exists(keys.readers)).toBe(0);
+    expect(await redis.client.type(keys.lock)).toBe('string');
   });
 
   it('refuses new readers while a writer waits, until it leaves and wakes them', async () => {
@@ -182,7 +178,7 @@ describe('readAcquireScript', () => {
     const writer = token();
     const queued = await fairAcquireScript.run(
       redis.client,
-      [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds, keys.readers],
+      [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
       [writer, LEASE, '1', 1_000, RETENTION, INSTANCE],
     );
     expect(queued).toEqual([expect.any(Number), expect.any(Number)]);
@@ -195,11 +191,11 @@ describe('readAcquireScript', () => {
 
   it("drops crashed readers' lapsed shares and their records on the way", async () => {
     const now = await redis.millis();
-    await redis.client.zadd(keys.readers, now - 10, 'crashed');
+    await redis.client.zadd(keys.lock, now - 10, 'crashed');
     await redis.client.hset(keys.readerHolders, 'crashed', `${now - 500} gone`);
     const own = token();
     await read(own);
-    expect(await redis.client.zrange(keys.readers, 0, -1)).toEqual([own]);
+    expect(await redis.client.zrange(keys.lock, 0, -1)).toEqual([own]);
     expect(await redis.client.hkeys(keys.readerHolders)).toEqual([own]);
   });
 });
@@ -210,10 +206,10 @@ describe('readExtendScript', () => {
     await read(own, 300);
     expect(await extend(own, 5_000)).toBe(1);
     const ttls = await expectAllExpire(redis, prefix);
-    expect(ttls[keys.readers]).toBeGreaterThan(300);
+    expect(ttls[keys.lock]).toBeGreaterThan(300);
     expect(ttls[keys.readerHolders]).toBeGreaterThan(300);
     expect(ttls[keys.fence]).toBeGreaterThan(5_000);
-    expect(Number(await redis.client.zscore(keys.readers, own))).toBeGreaterThan(
+    expect(Number(await redis.client.zscore(keys.lock, own))).toBeGreaterThan(
       (await redis.millis()) + 300,
     );
   });
@@ -221,19 +217,19 @@ describe('readExtendScript', () => {
   it('refuses a foreign token, and leaves the shares as they were (control)', async () => {
     const own = token();
     await read(own, 300);
-    const score = await redis.client.zscore(keys.readers, own);
+    const score = await redis.client.zscore(keys.lock, own);
     expect(await extend(token(), 5_000)).toBe(0);
-    expect(await redis.client.zscore(keys.readers, own)).toBe(score);
-    expect(await redis.client.pttl(keys.readers)).toBeLessThanOrEqual(300);
+    expect(await redis.client.zscore(keys.lock, own)).toBe(score);
+    expect(await redis.client.pttl(keys.lock)).toBeLessThanOrEqual(300);
   });
 
   it('drops a lapsed share with its record, and counts it lost', async () => {
     const own = token();
     await read(own);
     await read(token());
-    await redis.client.zadd(keys.readers, 'XX', (await redis.millis()) - 1, own);
+    await redis.client.zadd(keys.lock, 'XX', (await redis.millis()) - 1, own);
     expect(await extend(own, 5_000)).toBe(0);
-    expect(await redis.client.zscore(keys.readers, own)).toBeNull();
+    expect(await redis.client.zscore(keys.lock, own)).toBeNull();
     expect(await redis.client.hexists(keys.readerHolders, own)).toBe(0);
   });
 });
@@ -258,16 +254,16 @@ describe('readReleaseScript', () => {
     const own = token();
     await read(own);
     expect(await leave(token())).toBe(0);
-    expect(await redis.client.zrange(keys.readers, 0, -1)).toEqual([own]);
+    expect(await redis.client.zrange(keys.lock, 0, -1)).toEqual([own]);
     expect(await redis.published(keys.channel)).toEqual([]);
   });
 
   it('answers 0 for a share that had lapsed, and still removes it', async () => {
     const own = token();
     await read(own);
-    await redis.client.zadd(keys.readers, 'XX', (await redis.millis()) - 1, own);
+    await redis.client.zadd(keys.lock, 'XX', (await redis.millis()) - 1, own);
     expect(await leave(own)).toBe(0);
-    expect(await redis.client.exists(keys.readers, keys.readerHolders)).toBe(0);
+    expect(await redis.client.exists(keys.lock, keys.readerHolders)).toBe(0);
   });
 });
 

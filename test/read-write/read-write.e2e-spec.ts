@@ -47,9 +47,9 @@ describe('sharing and exclusion', () => {
     );
     expect(readers.every((r) => r.isHeld)).toBe(true);
     expect(new Set(readers.map((r) => r.token)).size).toBe(3);
-    expect(await redis.zcard(`${prefix}{doc:1}:readers`)).toBe(3);
+    expect(await redis.zcard(`${prefix}{doc:1}`)).toBe(3);
     await Promise.all(readers.map((r) => r.release()));
-    expect(await redis.exists(`${prefix}{doc:1}:readers`)).toBe(0);
+    expect(await redis.exists(`${prefix}{doc:1}`)).toBe(0);
   });
 
   it('refuses a writer while a reader holds, and a reader while a writer holds', async () => {
@@ -92,7 +92,7 @@ describe('sharing and exclusion', () => {
     expect(now() - released).toBeLessThan(1_500);
     // All of them hold at the same time.
     expect(readers.every((r) => r.isHeld)).toBe(true);
-    expect(await redis.zcard(`${prefix}{doc:4}:readers`)).toBe(4);
+    expect(await redis.zcard(`${prefix}{doc:4}`)).toBe(4);
     await Promise.all(readers.map((r) => r.release()));
   });
 
@@ -150,7 +150,7 @@ describe('writer priority', () => {
     // A writer's try, as a process that dies right after it would leave it: an entry of 1 s.
     const reply = await acquireScript.run(
       redis,
-      [keys.lock, keys.fence, keys.readers, keys.writersWaiting],
+      [keys.lock, keys.fence, keys.writersWaiting],
       ['dead-writer-token', 2_000, 60_000, 'dead-writer', 1_000],
     );
     expect(Array.isArray(reply)).toBe(true);
@@ -170,7 +170,7 @@ describe('re-sent commands', () => {
     const grant = () =>
       readAcquireScript.run(
         redis,
-        [keys.lock, keys.readers, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+        [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
         ['reader-token', 2_000, 60_000, 'resending-reader'],
       );
     const fence = await grant();
@@ -180,7 +180,7 @@ describe('re-sent commands', () => {
     // ioredis re-sends a command whose reply a reset lost: the same grant, not a refusal.
     expect(await grant()).toBe(fence);
     expect(await locks.tryAcquire('doc:14', { mode: 'read' })).toBeNull();
-    await redis.zrem(keys.readers, 'reader-token');
+    await redis.zrem(keys.lock, 'reader-token');
     await redis.publish(keys.channel, 'wake-all:reader-token');
     await (await writer).release();
   });
@@ -325,15 +325,13 @@ describe('fair mode', () => {
 });
 
 describe('key footprint', () => {
-  it('writes every key with a TTL: readers, writers waiting, fence counter', async () => {
+  it('writes every key with a TTL: readers (the lock key), writers waiting, fence counter', async () => {
     const reader = await locks.acquire('doc:60', { mode: 'read' });
     const writer = other.acquire('doc:60', { wait: 10_000 });
     await waitFor(async () => (await redis.exists(`${prefix}{doc:60}:writers-waiting`)) === 1);
     const names = await namesOf('doc:60');
     expect(names).toEqual(
-      [':fence', ':readers', ':readers:holders', ':writers-waiting'].map(
-        (s) => `${prefix}{doc:60}${s}`,
-      ),
+      ['', ':fence', ':readers:holders', ':writers-waiting'].map((s) => `${prefix}{doc:60}${s}`),
     );
     for (const name of names) expect(await redis.pttl(name)).toBeGreaterThan(0);
     await reader.release();

@@ -16,7 +16,7 @@ export function acquireKind(locks: LockService, key: string, kind: Kind): Promis
 /** Every Redis name a held lock of `kind` on `key` is renewed under (under `prefix`). */
 export function renewedNamesOf(prefix: string, key: string, kind: Kind): string[] {
   const lock = redisKeyOf(prefix, key);
-  if (kind === 'read') return [`${lock}:readers`, `${lock}:readers:holders`, `${lock}:fence`];
+  if (kind === 'read') return [lock, `${lock}:readers:holders`, `${lock}:fence`];
   if (kind === 'semaphore') {
     const permits = `${lock}:permits`;
     return [permits, `${permits}:limit`, `${permits}:fence`, `${permits}:holders`];

@@ -15,18 +15,18 @@ declare const client: RedisCommander;
 export async function accepted(): Promise<void> {
   const fence: number | [number] = await acquireScript.run(
     client,
-    ['lock', 'lock:fence', 'lock:readers', 'lock:writers-waiting'],
+    ['lock', 'lock:fence', 'lock:writers-waiting'],
     ['t', 1_000, 60, '', 0],
   );
   const uncontended: number | [number] = await acquireScript.run(
     client,
-    ['lock', 'lock:fence', 'lock:readers'],
+    ['lock', 'lock:fence'],
     ['t', 1_000, 61_000],
   );
   const released: 0 | 1 = await releaseScript.run(client, ['lock'], ['t', 'PUBLISH']);
   const fair: number | [number, number] = await fairAcquireScript.run(
     client,
-    ['lock', 'fence', 'queue', 'waiters', 'holder', 'waiter-ids', 'readers'],
+    ['lock', 'fence', 'queue', 'waiters', 'holder', 'waiter-ids'],
     ['t', 1_000, '1', 5_000, 60, 'id'],
   );
   const renewed: (0 | 1)[] = await renewManyScript.run(
@@ -38,7 +38,7 @@ export async function accepted(): Promise<void> {
 }
 
 export async function refused(): Promise<void> {
-  const keys = ['l', 'l:fence', 'l:readers', 'l:writers-waiting'] as const;
+  const keys = ['l', 'l:fence', 'l:writers-waiting'] as const;
   // @ts-expect-error the fence counter key is missing
   await acquireScript.run(client, ['lock'], ['t', 1_000, 60, '', 0]);
   // @ts-expect-error one argument too many
@@ -54,7 +54,7 @@ export async function refused(): Promise<void> {
   // @ts-expect-error a fence is a number, not a string reply
   const fence: string = await acquireScript.run(
     client,
-    ['lock', 'lock:fence', 'lock:readers', 'lock:writers-waiting'],
+    ['lock', 'lock:fence', 'lock:writers-waiting'],
     ['t', 1_000, 60, '', 0],
   );
   void fence;

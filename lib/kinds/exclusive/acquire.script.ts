@@ -1,20 +1,22 @@
 import { nextFenceLua } from '../../lua/fence.lua';
 import { LuaScript } from '../../lua/lua-script';
+import { lockTypeLua } from '../../lua/lock-type.lua';
 import { coverLua } from '../../lua/read-fence.lua';
 
 /**
  * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window). The key alone: a
- * mutex, or a read-write lock's writer, refused while live readers hold a share of it (one EXISTS
- * when there are none). A writer that will wait names itself (`waitId`, one per acquire call):
- * refused because of readers, or already waiting, it enters or refreshes its entry in the
- * writers' waiting set, which holds back new readers until it gets in, leaves, or its entry
- * lapses (`entryMs` after its last try); it is told to try again within a third of that.
- * Keys: the lock key, its fence counter, its readers, and (only with a waiting writer's id) its
- * writers waiting (same hash slot).
+ * mutex, or a read-write lock's writer. Readers hold the same key as a sorted set (see
+ * lock-type.lua), so `SET NX` fails while they do, and only then does the script look at them.
+ * A writer that will wait names itself (`waitId`, one per acquire call): refused because of
+ * readers, or already waiting, it enters or refreshes its entry in the writers' waiting set,
+ * which holds back new readers until it gets in, leaves, or its entry lapses (`entryMs` after its
+ * last try); it is told to try again within a third of that.
+ * Keys: the lock key, its fence counter, and (only with a waiting writer's id) its writers
+ * waiting (same hash slot).
  * Args: the token (which carries who holds it, for inspection: see `newHolderToken`), the lease in
  * ms, the fence counter's lifetime in ms (the lease plus how long the counter outlives it), and
  * only for a writer that will wait with writer priority: its id and its entry's lifetime in ms.
- * The uncontended try sends three keys and three args, and runs four commands (a new counter: the
+ * The uncontended try sends two keys and three args, and runs three commands (a new counter: the
  * clock and a SET instead of the PEXPIRE).
  * Returns the fence (> 0) when granted, or -(ms until another try is worth it) when busy: the
  * holder's PTTL (0 if it expires now), or the last reader's lease left — in a table of its own,
@@ -22,8 +24,8 @@ import { coverLua } from '../../lua/read-fence.lua';
  * gives up.
  */
 export const acquireScript = new LuaScript<
-  | readonly [lockKey: string, fenceKey: string, readersKey: string]
-  | readonly [lockKey: string, fenceKey: string, readersKey: string, writersWaitingKey: string],
+  | readonly [lockKey: string, fenceKey: string]
+  | readonly [lockKey: string, fenceKey: string, writersWaitingKey: string],
   | readonly [token: string, leaseMs: number, fenceLifetimeMs: number]
   | readonly [
       token: string,
@@ -36,10 +38,16 @@ export const acquireScript = new LuaScript<
 >(
   'acquire',
   `
-local lockKey, fenceKey, readersKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lockKey, fenceKey, waitingKey = KEYS[1], KEYS[2], KEYS[3]
 local token, leaseMs, fenceLifetimeMs = ARGV[1], ARGV[2], ARGV[3]
--- No waiting writer: no id, and its key (KEYS[4]) is neither sent nor touched.
+-- No waiting writer: no id, and its key (KEYS[3]) is neither sent nor touched.
 local waitId, entryMs = ARGV[4] or '', tonumber(ARGV[5])
+local function grant()
+  if not redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then return nil end
+  if waitId ~= '' then redis.call('ZREM', waitingKey, waitId) end
+${nextFenceLua('fenceKey', 'fenceLifetimeMs')}
+  return fence
+end
 -- Enters or refreshes this writer's entry; the next try comes before it can lapse.
 local function waitAsWriter(now, retry)
   redis.call('ZADD', waitingKey, now + entryMs, waitId)
@@ -49,21 +57,17 @@ local function clockMs()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
-if redis.call('EXISTS', readersKey) == 1 then
-  -- Readers hold it: wait for the last live one (crashed readers' lapsed shares do not count).
-  local now = clockMs()
-  redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
-  local last = redis.call('ZRANGE', readersKey, -1, -1, 'WITHSCORES')[2]
-  if last then
-    local left = tonumber(last) - now
-    if waitId ~= '' then return waitAsWriter(now, left) end
-    return -left
-  end
-end
-if redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
-  if waitId ~= '' then redis.call('ZREM', waitingKey, waitId) end
-${nextFenceLua('fenceKey', 'fenceLifetimeMs')}
-  return fence
+local granted = grant()
+if granted then return granted end
+${lockTypeLua('lockKey', 'clockMs()')}
+if lockType == 'none' then
+  -- Only lapsed shares of crashed readers were in the way, and they are gone now.
+  granted = grant()
+  if granted then return granted end
+elseif lockType == 'zset' then
+  -- Readers hold it: wait for the last live one.
+  if waitId ~= '' then return waitAsWriter(clockMs(), sharesLeft) end
+  return -sharesLeft
 end
 if redis.call('GET', lockKey) == token then
   -- Our own grant, executed again: ioredis re-sent the command after a connection reset lost the

@@ -1,6 +1,7 @@
 import { nextFenceLua } from '../../lua/fence.lua';
 import { writeHolderLua } from '../../lua/holder.lua';
 import { LuaScript } from '../../lua/lua-script';
+import { lockTypeLua } from '../../lua/lock-type.lua';
 
 /**
  * Fair mode's acquire: first come, first served. Waiters queue in Redis; a free lock goes to the
@@ -10,13 +11,12 @@ import { LuaScript } from '../../lua/lua-script';
  * hand-off gives it, min(ttl, entry lifetime) — the waiter's own figure, so it knows the lease it
  * was handed whoever releases), the holder record, the waiters' instance ids (HASH token → id, so
  * a hand-off can write its new holder's record; kept apart from the entries, whose format older
- * versions parse), the readers of a read-write lock (a writer is refused while a live one holds a
- * share). All in one hash slot.
+ * versions parse). All in one hash slot. A read-write lock's readers hold the lock key itself, as
+ * a sorted set (see lock-type.lua): a writer is refused while a live one holds a share.
  * Args: the token (one per acquire call: its place in the queue), the lease in ms, '1' to queue
  * (or stay queued) when busy, the waiter entry lifetime in ms, how long (ms) the fence counter
  * outlives a lease it grants, this process's instance id.
- * A free lock with no queue and no readers costs what default mode's acquire does; the queue is
- * read only when it exists.
+ * A free lock with no queue costs what default mode's acquire does, plus one existence check.
  * Returns the fence (> 0) when granted now; {fence, pttl} when the lock is already ours (handed
  * to us by a release, or this is a re-send); {-(ms until worth retrying), fence counter} when
  * busy (the counter tells the caller which hand-offs to it are already history).
@@ -29,7 +29,6 @@ export const fairAcquireScript = new LuaScript<
     waitersKey: string,
     holderKey: string,
     waiterIdsKey: string,
-    readersKey: string,
   ],
   readonly [
     token: string,
@@ -44,13 +43,13 @@ export const fairAcquireScript = new LuaScript<
   'fair-acquire',
   `
 local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local holderKey, waiterIdsKey, readersKey = KEYS[5], KEYS[6], KEYS[7]
+local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
 local token, leaseMs, queueIfBusy = ARGV[1], ARGV[2], ARGV[3]
 local entryLifetimeMs, fenceRetentionMs, instanceId = ARGV[4], ARGV[5], ARGV[6]
--- Nobody queues and no reader holds a share: nothing to be fair to, so default mode's grant (one
--- existence check, then set-if-absent). No queue: this token is in none. Held, ours included: the
--- full path below.
-if redis.call('EXISTS', queueKey, readersKey) == 0
+-- Nobody queues: nothing to be fair to, so default mode's grant (one existence check, then
+-- set-if-absent, which readers' shares under the key refuse too). No queue: this token is in
+-- none. Held, ours included: the full path below.
+if redis.call('EXISTS', queueKey) == 0
   and redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
   -- One clock reading for the holder record and (a new counter) the first fence.
   local clock = redis.call('TIME')
@@ -69,17 +68,14 @@ while true do
   redis.call('HDEL', waitersKey, head)
   redis.call('HDEL', waiterIdsKey, head)
 end
-local holder = redis.call('GET', lockKey)
+-- Readers of a read-write lock hold it: the head waits for the last live one to leave (which
+-- wakes it); new readers meanwhile are refused while this queue exists. Any other type but a
+-- string raises WRONGTYPE in the GET, as a foreign value under our name always has.
+${lockTypeLua('lockKey', 'now')}
+local holder, readersLeft = false, sharesLeft
+if lockType ~= 'zset' and lockType ~= 'none' then holder = redis.call('GET', lockKey) end
 if holder == token then
   return { tonumber(redis.call('GET', fenceKey)) or 0, redis.call('PTTL', lockKey) }
-end
--- Readers of a read-write lock hold it: the head waits for the last live one to leave (which
--- wakes it); new readers meanwhile are refused while this queue exists.
-local readersLeft = 0
-if redis.call('EXISTS', readersKey) == 1 then
-  redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
-  local last = redis.call('ZRANGE', readersKey, -1, -1, 'WITHSCORES')[2]
-  if last then readersLeft = tonumber(last) - now end
 end
 local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
 if not holder and readersLeft <= 0 and (not head or head == token) then

@@ -37,7 +37,9 @@ export const fairReleaseScript = new LuaScript<
 local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
 local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local holder = redis.call('GET', lockKey)
+-- Readers may hold the key as a sorted set (a writer leaving the queue): not a holder's token.
+local holder = redis.pcall('GET', lockKey)
+if type(holder) ~= 'string' then holder = false end
 if holder == token and redis.call('EXISTS', queueKey) == 0 then
   -- Nobody queues: default mode's compare-and-delete. (The holder is in no queue: a grant takes
   -- its token out.)

@@ -11,7 +11,8 @@ import { renewInBatches } from './renew-batches';
 
 /**
  * Exclusive leases on one Redis or a Cluster: a mutex, and a read-write lock's writer (refused
- * while readers hold the key; with writer priority, it holds new readers back while it waits).
+ * while readers hold the key — as a sorted set under the same name; with writer priority, it
+ * holds new readers back while it waits).
  */
 export class RedisExclusiveLeases implements KindLeases {
   readonly fair: RedisFairQueue;
@@ -35,14 +36,14 @@ export class RedisExclusiveLeases implements KindLeases {
       writer?.entered();
       return reply[0];
     };
-    const { lock, fence, readers } = keys;
+    const { lock, fence } = keys;
     if (!writer) {
       // The uncontended try: no waiting writer, so neither its key nor its two args are sent.
-      return acquireScript.run(via, [lock, fence, readers], [token, ttl, lifetime], mapped);
+      return acquireScript.run(via, [lock, fence], [token, ttl, lifetime], mapped);
     }
     return acquireScript.run(
       via,
-      [lock, fence, readers, keys.writersWaiting],
+      [lock, fence, keys.writersWaiting],
       [token, ttl, lifetime, writer.id, writer.entryMs],
       mapped,
     );

@@ -26,15 +26,7 @@ export class RedisFairQueue implements FairLeases {
     return fairAcquireScript
       .run(
         client,
-        [
-          keys.lock,
-          keys.fence,
-          keys.queue,
-          keys.waiters,
-          keys.holder,
-          keys.waiterIds,
-          keys.readers,
-        ],
+        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
         [token, ttl, queue ? '1' : '0', waiterTtl, fenceRetention, instanceId],
       )
       .then((reply): FairAcquireReply => {

@@ -3,7 +3,8 @@ import { LuaScript, type PublishCommand } from '../../lua/lua-script';
 /**
  * Compare-and-delete: only the token that holds the key may delete it, atomically (no GET-then-DEL
  * window in which the lease expires and a new owner's key gets deleted).
- * Keys: the lock key (its value carries who holds it: nothing else to delete).
+ * Keys: the lock key (its value carries who holds it: nothing else to delete). Readers that took
+ * the key after our lease ended hold it as a sorted set: pcall, so that reads as "not ours".
  * Args: the token, the publish command. The release channel is the lock key's name (as the
  * server sees it, any client key prefix included) plus `:released`, in the lock's hash slot: built
  * here rather than sent, one argument fewer on every release. It is no KEY: a key that never
@@ -20,7 +21,7 @@ export const releaseScript = new LuaScript<
   `
 local lockKey = KEYS[1]
 local token, publish = ARGV[1], ARGV[2]
-if redis.call('GET', lockKey) == token then
+if redis.pcall('GET', lockKey) == token then
   redis.call('DEL', lockKey)
   -- Wake waiters at once instead of letting them sleep until their fallback timer. The message is
   -- our token, so our own process can tell the release it already handed off locally.

@@ -33,7 +33,7 @@ export class MemoryReadLeases implements MemoryKindTwin {
   /** A reader's try: the fence counter as it stands, or -(ms until worth trying again). */
   acquire(keys: LockRedisKeys, token: string, ttl: number): number {
     const now = this.keys.now();
-    const mine = this.live(this.readers, keys.readers).get(token);
+    const mine = this.live(this.readers, keys.lock).get(token);
     if (!(mine !== undefined && mine > now)) {
       const writer = this.keys.lease(keys);
       if (writer) return -this.keys.pttlOf(writer);
@@ -41,10 +41,10 @@ export class MemoryReadLeases implements MemoryKindTwin {
       if (waiting !== undefined) return -(waiting - now);
       const queue = this.keys.queue(keys);
       if (queue) return -Math.max(1, this.keys.pttlOf(queue));
-      this.latest(this.readers, keys.readers); // lapsed shares go, their records with them
+      this.latest(this.readers, keys.lock); // lapsed shares go, their records with them
     }
-    this.put(this.readers, keys.readers, token, now + ttl, ttl);
-    const holders = this.readers.get(keys.readers)!.holders;
+    this.put(this.readers, keys.lock, token, now + ttl, ttl);
+    const holders = this.readers.get(keys.lock)!.holders;
     // A re-sent grant keeps its record (HSETNX).
     if (!holders.has(token)) holders.set(token, { instanceId: this.instanceId, since: Date.now() });
     return this.keys.readFence(keys, ttl);
@@ -52,7 +52,7 @@ export class MemoryReadLeases implements MemoryKindTwin {
 
   /** Until when (keyspace clock) the last live reader's share runs, or undefined when none. */
   readersUntil(keys: LockRedisKeys): number | undefined {
-    return this.latest(this.readers, keys.readers);
+    return this.latest(this.readers, keys.lock);
   }
 
   /**
@@ -78,22 +78,22 @@ export class MemoryReadLeases implements MemoryKindTwin {
 
   extend(keys: LockRedisKeys, token: string, ms: number): boolean {
     const now = this.keys.now();
-    const share = this.live(this.readers, keys.readers).get(token);
+    const share = this.live(this.readers, keys.lock).get(token);
     if (share === undefined) return false;
     if (share <= now) {
-      this.remove(this.readers, keys.readers, token);
+      this.remove(this.readers, keys.lock, token);
       return false;
     }
-    this.put(this.readers, keys.readers, token, now + ms, ms);
+    this.put(this.readers, keys.lock, token, now + ms, ms);
     this.keys.readFence(keys, ms);
     return true;
   }
 
   release(keys: LockRedisKeys, token: string): boolean {
-    const share = this.live(this.readers, keys.readers).get(token);
+    const share = this.live(this.readers, keys.lock).get(token);
     if (share === undefined) return false;
-    this.remove(this.readers, keys.readers, token);
-    if (this.latest(this.readers, keys.readers) === undefined) {
+    this.remove(this.readers, keys.lock, token);
+    if (this.latest(this.readers, keys.lock) === undefined) {
       this.hub.publish(keys.channel, `wake-all:${token}`);
     }
     return share > this.keys.now();
@@ -102,8 +102,8 @@ export class MemoryReadLeases implements MemoryKindTwin {
   /** The live readers, the soonest lease end first, as the inspect script reads them. */
   readersRaw(keys: LockRedisKeys): RawHolders {
     const now = this.keys.now();
-    const set = this.readers.get(keys.readers);
-    return [...this.live(this.readers, keys.readers)]
+    const set = this.readers.get(keys.lock);
+    return [...this.live(this.readers, keys.lock)]
       .filter(([, deadline]) => deadline > now)
       .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : 1))
       .flatMap(([token, deadline]) => {
@@ -127,7 +127,7 @@ export class MemoryReadLeases implements MemoryKindTwin {
   /** A forced release: every share goes, records too; all waiters wake. What it removed. */
   evict(keys: LockRedisKeys): RawHolders {
     const removed = this.readersRaw(keys);
-    this.readers.delete(keys.readers);
+    this.readers.delete(keys.lock);
     if (removed.length > 0) this.hub.publish(keys.channel, 'wake-all:force-release');
     return removed;
   }

@@ -3,13 +3,15 @@ import { coverLua, readFenceLua } from '../../lua/read-fence.lua';
 import { syncShareHoldersLua, writeShareHolderLua } from '../../lua/share-holders.lua';
 
 /**
- * A reader's try for its share of a read-write lock, in one round trip. Refused while a writer
- * holds the key, while a writer waits for it (writer priority: a live entry in the writers'
- * waiting set), or while fair mode's queue of writers exists. Granted: the token joins the
- * readers (scored with its lease end on Redis' clock), lapsed shares of crashed readers are
- * dropped on the way, and the readers key lives at least as long as the new lease.
- * Keys: the lock (the writer's lease), the readers, the writers waiting, fair mode's queue, the
- * fence counter, the readers' holder records (all in one hash slot).
+ * A reader's try for its share of a read-write lock, in one round trip. The readers hold the
+ * lock's own key, as a sorted set (token → lease end on Redis' clock; see lock-type.lua), so a
+ * writer's `SET NX` fails while they do. Refused while a writer holds the key (a string, or any
+ * other type of value under it), while a writer waits for it (writer priority: a live entry in
+ * the writers' waiting set), or while fair mode's queue of writers exists. Granted: the token
+ * joins the readers, lapsed shares of crashed readers are dropped on the way, and the set lives at
+ * least as long as the new lease.
+ * Keys: the lock, the writers waiting, fair mode's queue, the fence counter, the readers' holder
+ * records (all in one hash slot).
  * Args: the token, the lease in ms, how long (ms) the fence counter outlives the lease, this
  * process's instance id (its holder record, with the readers' TTL, for inspection).
  * Returns the fence counter as it stands (> 0: see readFenceLua) when granted, or -(ms until
@@ -19,7 +21,6 @@ import { syncShareHoldersLua, writeShareHolderLua } from '../../lua/share-holder
 export const readAcquireScript = new LuaScript<
   readonly [
     lockKey: string,
-    readersKey: string,
     writersWaitingKey: string,
     queueKey: string,
     fenceKey: string,
@@ -30,20 +31,21 @@ export const readAcquireScript = new LuaScript<
 >(
   'read-acquire',
   `
-local lockKey, readersKey, waitingKey, queueKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local holdersKey = KEYS[6]
+local lockKey, waitingKey, queueKey, fenceKey, holdersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, leaseMs, fenceRetentionMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local instanceId = ARGV[4]
 local clock = redis.call('TIME')
 local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
-local mine = redis.call('ZSCORE', readersKey, token)
+local lockType = redis.call('TYPE', lockKey)['ok']
+if lockType ~= 'zset' and lockType ~= 'none' then
+  -- A writer holds it.
+  local pttl = redis.call('PTTL', lockKey)
+  if pttl < 0 then pttl = 0 end
+  return -pttl
+end
+local mine = lockType == 'zset' and redis.call('ZSCORE', lockKey, token)
 if not (mine and tonumber(mine) > now) then
   -- Not a re-send of our own grant (ioredis re-sends after a reset): check who is in the way.
-  local pttl = redis.call('PTTL', lockKey)
-  if pttl ~= -2 then
-    if pttl < 0 then pttl = 0 end
-    return -pttl
-  end
   if redis.call('EXISTS', waitingKey) == 1 then
     redis.call('ZREMRANGEBYSCORE', waitingKey, '-inf', now)
     local last = redis.call('ZRANGE', waitingKey, -1, -1, 'WITHSCORES')[2]
@@ -52,10 +54,10 @@ if not (mine and tonumber(mine) > now) then
   if redis.call('EXISTS', queueKey) == 1 then
     return -math.max(1, redis.call('PTTL', queueKey))
   end
-  redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)
-${syncShareHoldersLua('readersKey', 'holdersKey')}end
-redis.call('ZADD', readersKey, now + leaseMs, token)
-${writeShareHolderLua('holdersKey', 'token', 'instanceId', 'clock')}${coverLua('readersKey', 'leaseMs')}${coverLua('holdersKey', 'leaseMs')}${readFenceLua('fenceKey', 'clock', 'leaseMs + fenceRetentionMs')}
+  if lockType == 'zset' then redis.call('ZREMRANGEBYSCORE', lockKey, '-inf', now) end
+${syncShareHoldersLua('lockKey', 'holdersKey')}end
+redis.call('ZADD', lockKey, now + leaseMs, token)
+${writeShareHolderLua('holdersKey', 'token', 'instanceId', 'clock')}${coverLua('lockKey', 'leaseMs')}${coverLua('holdersKey', 'leaseMs')}${readFenceLua('fenceKey', 'clock', 'leaseMs + fenceRetentionMs')}
 return fence
 `,
 );

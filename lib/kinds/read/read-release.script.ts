@@ -6,13 +6,13 @@ import type { PublishCommand } from '../../lua/lua-script';
  * publishes on the lock's channel, so writers waiting for the readers wake at once (a release
  * that leaves other readers wakes nobody: no writer could get in yet). The message,
  * `wake-all:<token>`, wakes every waiter of the lock in each process, not one.
- * Keys: the readers, their holder records (the share's goes with it, the hash with the last
+ * Keys: the lock (the readers' sorted set while they hold it), their holder records (the share's goes with it, the hash with the last
  * share). Args: the token, the publish command, the release channel (no KEY: see
  * release.script).
  * Returns 1 when the share was ours and live, 0 when it was gone or had lapsed.
  */
 export const readReleaseScript = new LuaScript<
-  readonly [readersKey: string, holdersKey: string],
+  readonly [lockKey: string, holdersKey: string],
   readonly [token: string, publish: PublishCommand, channel: string],
   0 | 1
 >(
@@ -22,8 +22,9 @@ local readersKey, holdersKey = KEYS[1], KEYS[2]
 local token, publish, channel = ARGV[1], ARGV[2], ARGV[3]
 local clock = redis.call('TIME')
 local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
-local score = redis.call('ZSCORE', readersKey, token)
-if not score then return 0 end
+-- pcall: a writer may hold the key (a string) once our share lapsed — not ours, no error.
+local score = redis.pcall('ZSCORE', readersKey, token)
+if type(score) ~= 'string' then return 0 end
 redis.call('ZREM', readersKey, token)
 redis.call('HDEL', holdersKey, token)
 redis.call('ZREMRANGEBYSCORE', readersKey, '-inf', now)

@@ -9,7 +9,8 @@ import { renewOneByOne, type KindLeases, type RedisKindContext } from '../kind-l
 
 /**
  * Readers' shares of read-write locks on one Redis or a Cluster: many at once, never beside a
- * writer (whose exclusive lease is `RedisExclusiveLeases`), each renewed on its own.
+ * writer (whose exclusive lease is `RedisExclusiveLeases`), each renewed on its own. The shares
+ * are a sorted set under the lock's own key, where a writer's lease is a string.
  */
 export class RedisReadLeases implements KindLeases {
   constructor(private readonly context: RedisKindContext) {}
@@ -24,7 +25,7 @@ export class RedisReadLeases implements KindLeases {
     const { fenceRetention, instanceId } = this.context;
     return readAcquireScript.run(
       via,
-      [keys.lock, keys.readers, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+      [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
       [token, ttl, fenceRetention, instanceId],
     );
   }
@@ -32,7 +33,7 @@ export class RedisReadLeases implements KindLeases {
   async extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean> {
     const reply = await readExtendScript.run(
       this.context.client,
-      [keys.readers, keys.fence, keys.readerHolders],
+      [keys.lock, keys.fence, keys.readerHolders],
       [token, ms, this.context.fenceRetention],
     );
     return reply === 1;
@@ -46,7 +47,7 @@ export class RedisReadLeases implements KindLeases {
     const { client, publish, channel } = this.context;
     return readReleaseScript.run(
       client,
-      [keys.readers, keys.readerHolders],
+      [keys.lock, keys.readerHolders],
       [token, publish(), channel(keys.channel)],
       (reply) => then(reply === 1),
     );
