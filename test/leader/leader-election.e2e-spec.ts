@@ -6,6 +6,7 @@
  * lease; a SIGSTOPped one revoked before it acts again; a graceful shutdown handed over by the
  * release message, in milliseconds.
  */
+import { runCli } from '../../lib/cli/cli';
 import { killAllWorkers, spawnWorker, type Worker } from '../support/processes';
 import { deleteKeys, redisClient, SHARED_REDIS_URL } from '../support/shared-redis';
 import { sleep, waitFor } from '../support/time';
@@ -130,5 +131,31 @@ describe('leader election across 3 processes', () => {
     const handOver = next()!.at - resigned.at;
     console.log(`graceful: next leader ${handOver.toFixed(1)} ms after the resignation`);
     expect(handOver).toBeLessThan(100);
+  });
+
+  it('shows the leader, its term and the followers waiting to inspectLeader and the CLI', async () => {
+    const workers = replicas('shown', { LEASE: '5000' });
+    await ready(workers);
+    await waitFor(() => eventsOf(outputs(workers)).some((e) => e.what === 'elected'), 10_000);
+    const first = eventsOf(outputs(workers)).find((e) => e.what === 'elected')!;
+    const lines: string[] = [];
+    const output = {
+      out: (line: string) => lines.push(line),
+      err: (line: string) => lines.push(line),
+    };
+    const cli = (...args: string[]) => runCli(args, { REDIS_URL: SHARED_REDIS_URL }, output);
+    // The two followers subscribe to the release channel once their first try found it held.
+    await waitFor(async () => {
+      lines.length = 0;
+      await cli('leader', 'shown', '--prefix', prefix, '--json');
+      return (JSON.parse(lines[0]!) as { followers: number }).followers === 2;
+    }, 5_000);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ role: 'shown', led: true, term: first.term });
+    lines.length = 0;
+    expect(await cli('leader', 'shown', '--prefix', prefix)).toBe(0);
+    expect(lines.join('\n')).toMatch(/leader: +\S+ since .*\n.*\nterm: +\d+\nfollowers: 2/);
+    lines.length = 0;
+    expect(await cli('leader', 'nobody', '--prefix', prefix)).toBe(1);
+    expect(lines.join('\n')).toContain('leader:    none');
   });
 });
