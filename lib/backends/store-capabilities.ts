@@ -86,14 +86,18 @@ export function redisCapabilities(cluster: boolean, acknowledged: boolean): Stor
 }
 
 /**
- * Refuses module options the store cannot serve (`fair`, `replicaAck`), naming the option: at
+ * Refuses module options the store cannot serve (`fair`, `replicaAck`, `leaders`), naming the option: at
  * `forRoot` / `forRootAsync` and `new LockService`, before any connection opens.
  */
 export function assertServesOptions(
   capabilities: StoreCapabilities,
-  options: Pick<ResolvedRedisLockOptions, 'fair' | 'replicaAck'>,
+  options: Pick<ResolvedRedisLockOptions, 'fair' | 'replicaAck'> &
+    Partial<Pick<ResolvedRedisLockOptions, 'leaders'>>,
 ): void {
   const { store } = capabilities;
+  if (options.leaders?.length && !capabilities.kinds.leader) {
+    throw new RedisLockConfigError(leaderMessages.unsupportedStore(store));
+  }
   if (options.replicaAck && !capabilities.replicaAck) {
     throw new RedisLockConfigError(
       messages.badOption('replicaAck', `set with ${store}`, 'a single primary'),

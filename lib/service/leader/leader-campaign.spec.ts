@@ -95,8 +95,12 @@ describe('leader election on the memory store', () => {
     expect(() => services[0]!.lead('x', { lease: -1 })).toThrow(RedisLockConfigError);
   });
 
-  it('refuses leadership on Redlock through the store capabilities', () => {
+  it('refuses leadership on Redlock through the store capabilities, before connecting', () => {
     expect(() => assertServesKind(REDLOCK, LEADER)).toThrow(/Leader election needs one Redis/);
+    const nodes = ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', 'redis://127.0.0.1:3'];
+    expect(() => new LockService({ redlock: { nodes }, leaders: ['scheduler'] })).toThrow(
+      /Leader election needs one Redis .* not redlock/,
+    );
   });
 
   it('resigns at shutdown once the running work has settled', async () => {
