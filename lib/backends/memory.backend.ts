@@ -104,7 +104,7 @@ export class MemoryLockBackend implements FairLockBackend {
       exclusive: twinLeases(command, exclusive, fair),
       read: twinLeases(command, this.shared),
       semaphore: twinLeases(command, this.permits, this.fairPermits),
-      leader: twinLeases(command, leader),
+      leader: twinLeases(command, leader, fair), // fair mode: the mutex's queue, on its names
     };
     this.allOrNone = new MemoryAcquireAll(this.keys, this.shared);
   }

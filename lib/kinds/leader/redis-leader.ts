@@ -1,7 +1,7 @@
 import type { AcquireTry, RenewableLease } from '../../backends/lock-backend';
 import type { LockRedisKeys } from '../../keys/lock-keys';
 import type { RedisCommander } from '../../redis/redis-client';
-import type { KindLeases, RedisKindContext } from '../kind-leases';
+import type { FairLeases, KindLeases, RedisKindContext } from '../kind-leases';
 import { inspectLeaderScript } from './inspect-leader.script';
 import type { LeaderReads, RawLeaderInfo } from './leader-info';
 
@@ -12,10 +12,15 @@ import type { LeaderReads, RawLeaderInfo } from './leader-info';
  * apart. Only the read of who leads is the leader's own.
  */
 export class RedisLeaderLeases implements KindLeases, LeaderReads {
+  /** Fair mode (`fair: true`): followers queue as a mutex's waiters do, and a release hands over. */
+  readonly fair?: FairLeases;
+
   constructor(
     private readonly exclusive: KindLeases,
     private readonly context: RedisKindContext,
-  ) {}
+  ) {
+    this.fair = exclusive.fair;
+  }
 
   acquire(
     keys: LockRedisKeys,

@@ -95,6 +95,20 @@ describe('leader election on the memory store', () => {
     expect(() => services[0]!.lead('x', { lease: -1 })).toThrow(RedisLockConfigError);
   });
 
+  it('elects and hands over in fair mode too, followers queued as a mutex waiters are', async () => {
+    const fair = [0, 1].map(
+      (i) => new LockService({ instanceId: `fair-${i}`, fair: true }, { backend }),
+    );
+    services.push(...fair);
+    const handles = fair.map((locks) => locks.lead('queued', { lease: 1_000 }));
+    await until(() => leaders(handles).length === 1);
+    const first = leaders(handles)[0]!;
+    const term = first.term;
+    await first.resign();
+    await until(() => leaders(handles).length === 1, 500);
+    expect(leaders(handles)[0]!.term).toBeGreaterThan(term);
+  });
+
   it('refuses leadership on Redlock through the store capabilities, before connecting', () => {
     expect(() => assertServesKind(REDLOCK, LEADER)).toThrow(/Leader election needs one Redis/);
     const nodes = ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', 'redis://127.0.0.1:3'];

@@ -58,9 +58,16 @@ export class LeaderCampaign implements LeaderHandle {
   }
 
   start(): void {
-    this.loop = this.campaign().catch((error: unknown) => {
-      logger.error(leaderMessages.campaignFailed(this.role, String(error), 0));
-    });
+    this.loop = this.campaign()
+      .catch((error: unknown) => {
+        logger.error(leaderMessages.campaignFailed(this.role, String(error), 0));
+      })
+      .then(() => {
+        // Ended by the service's shutdown rather than by stop(): nothing campaigns any more.
+        if (this.stopping) return;
+        this.stopping = true;
+        this.onStopped(this);
+      });
   }
 
   get isLeader(): boolean {
