@@ -83,7 +83,9 @@ describe('leader election across 3 processes', () => {
     const takeover = next()!.at - killedAt;
     console.log(`SIGKILL: next leader after ${takeover.toFixed(0)} ms (lease ${lease} ms)`);
     expect(next()!.worker).not.toBe(first.worker);
-    expect(takeover).toBeLessThanOrEqual(lease + 100);
+    // The followers retry when the lease they last read ends (plus `retryJitter`): the lease, with
+    // room for a busy host to run their timers.
+    expect(takeover).toBeLessThanOrEqual(lease + 250);
   });
 
   it('revokes a SIGSTOPped leader before it acts again, and the next term is higher', async () => {
