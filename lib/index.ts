@@ -33,6 +33,9 @@ export {
   type LockKeyFactory,
 } from './decorator/locked.decorator';
 export { LockedInterceptor } from './decorator/locked.interceptor';
+export { WhenLeader } from './decorator/when-leader.decorator';
+export type { LeaderHandle } from './service/leader/leader-handle';
+export type { LeaderRoleOption, LeaderTerm, LeadOptions } from './options/leader-options';
 export type { LockSkippedAck } from './decorator/locked-response';
 export { LockExceptionFilter } from './transports/lock-exception.filter';
 export type { LockTransportError } from './transports/messages/lock-transport-error';
@@ -49,6 +52,8 @@ export type {
   RedisConnectionOption,
 } from './redis/redis-client';
 export {
+  LeadershipRevokedError,
+  NotLeaderError,
   LockKeyError,
   LockLostError,
   LockNotAcquiredError,
@@ -60,5 +65,6 @@ export {
   RedisLockError,
   RedisUnavailableError,
   SemaphoreLimitConflictError,
+  type LeaderRevokedReason,
   type LockLostReason,
 } from './errors/errors';

@@ -13,7 +13,10 @@ export type {
   SemaphoreInfo,
 } from './backends/lock-info';
 export type { EvictedKind, EvictedKinds, EvictedLock } from './backends/lock-eviction';
+export type { LeaderInfo } from './service/leader/leader-info';
 export type {
+  LeaderElectedEvent,
+  LeaderRevokedEvent,
   LockAcquiredEvent,
   LockBusyEvent,
   LockEventName,

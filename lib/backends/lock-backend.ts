@@ -1,3 +1,4 @@
+import type { LeaderReads } from '../kinds/leader/leader-info';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import type { RawLockInfo } from './lock-info';
@@ -75,6 +76,8 @@ export interface LockBackend {
    * back are woken. Absent where read-write locks are not served (Redlock).
    */
   leaveWriters?(keys: LockRedisKeys, id: string): Promise<void>;
+  /** Who leads a role, read in one step. Absent where leadership is not served (Redlock). */
+  readonly leaders?: LeaderReads;
   /** Compare-and-pexpire. Resolves whether `token` still owned the lock. */
   extend(keys: LockRedisKeys, token: string, ms: number): Promise<boolean>;
   /**

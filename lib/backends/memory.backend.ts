@@ -17,6 +17,8 @@ import type { LockNamesPage } from './lock-scan';
 import { MemoryKeyspace } from './memory-keyspace';
 import { MemoryAcquireAll } from './memory-acquire-all';
 import { MemoryFairQueue } from '../kinds/exclusive/memory-fair';
+import { MemoryLeaderLeases } from '../kinds/leader/memory-leader';
+import type { LeaderReads } from '../kinds/leader/leader-info';
 import { MemoryExclusiveLeases } from '../kinds/exclusive/memory-exclusive';
 import { renewByKind, twinLeases, type FairLeases, type KindTable } from '../kinds/kind-leases';
 import { MemoryFairPermits } from '../kinds/semaphore/memory-fair-permits';
@@ -77,6 +79,8 @@ export class MemoryLockBackend implements FairLockBackend {
   private readonly fairPermits: MemoryFairPermits;
   /** Each kind's twin, looked up by a lease's kind (see `lib/kinds/`). */
   private readonly leases: KindTable;
+  /** Who leads a role (the leases themselves are in `leases`). */
+  readonly leaders: LeaderReads;
   /** Multi-key locks: all or none. */
   private readonly allOrNone: MemoryAcquireAll;
 
@@ -94,10 +98,13 @@ export class MemoryLockBackend implements FairLockBackend {
     const command = <T>(body: () => T) => this.command(body);
     const exclusive = new MemoryExclusiveLeases(this.keys, this.shared, this.hub);
     const fair = new MemoryFairQueue(this.keys, this.shared, this.hub, id);
+    const leader = new MemoryLeaderLeases(exclusive, this.keys, this.hub);
+    this.leaders = { inspect: (keys) => this.command(() => leader.inspect(keys)) };
     this.leases = {
       exclusive: twinLeases(command, exclusive, fair),
       read: twinLeases(command, this.shared),
       semaphore: twinLeases(command, this.permits, this.fairPermits),
+      leader: twinLeases(command, leader, fair), // fair mode: the mutex's queue, on its names
     };
     this.allOrNone = new MemoryAcquireAll(this.keys, this.shared);
   }

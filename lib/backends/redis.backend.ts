@@ -32,6 +32,7 @@ import type { EvictedLock } from './lock-eviction';
 import { RedisAdmin } from './redis-admin';
 import { findLegacyReaders, scanLockNames, type LockNamesPage } from './lock-scan';
 import { RedisPermits } from '../kinds/semaphore/redis-permits';
+import { RedisLeaderLeases } from '../kinds/leader/redis-leader';
 import { RedisExclusiveLeases } from '../kinds/exclusive/redis-exclusive';
 import { renewByKind, type FairLeases, type KindTable } from '../kinds/kind-leases';
 
@@ -56,6 +57,8 @@ export class RedisBackend implements FairLockBackend {
   /** Each kind's commands, looked up by a lease's kind (see `lib/kinds/`). */
   private readonly kinds: KindTable;
   private readonly read: RedisReadLeases;
+  /** Roles' leadership: exclusive leases under names of their own, and who leads. */
+  readonly leaders: RedisLeaderLeases;
   /** The operator's commands: every kind of lock on a key, read or removed at once. */
   private readonly admin: RedisAdmin;
 
@@ -88,10 +91,13 @@ export class RedisBackend implements FairLockBackend {
       resets: () => this.resets,
     };
     this.read = new RedisReadLeases(context);
+    const exclusive = new RedisExclusiveLeases(context);
+    this.leaders = new RedisLeaderLeases(exclusive, context);
     this.kinds = {
-      exclusive: new RedisExclusiveLeases(context),
+      exclusive,
       read: this.read,
       semaphore: new RedisPermits(context),
+      leader: this.leaders,
     };
     this.admin = new RedisAdmin(this.client, publishing);
     if (this.cluster)

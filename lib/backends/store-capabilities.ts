@@ -1,4 +1,4 @@
-import { messages, readWriteMessages, semaphoreMessages } from '../errors/messages';
+import { leaderMessages, messages, readWriteMessages, semaphoreMessages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/errors';
 import type { LeaseKind } from '../keys/lease-kind';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
@@ -25,7 +25,7 @@ export interface StoreCapabilities {
   readonly replicaAck: boolean;
 }
 
-const ALL_KINDS = { exclusive: true, read: true, semaphore: true } as const;
+const ALL_KINDS = { exclusive: true, read: true, semaphore: true, leader: true } as const;
 
 /** A single primary, optionally Sentinel-managed. */
 export const ONE_REDIS: StoreCapabilities = {
@@ -54,10 +54,14 @@ export const CLUSTER: StoreCapabilities = {
   replicaAck: false,
 };
 
-/** A Redlock quorum: exclusive locks only; no single server holds a queue, shares or a count. */
+/**
+ * A Redlock quorum: exclusive locks only; no single server holds a queue, shares or a count. Nor a
+ * term: a role's fence must rise by one per election, and a quorum's counters (one per node, each
+ * raised by the grants it took part in) agree on no single sequence a leader could fence with.
+ */
 export const REDLOCK: StoreCapabilities = {
   store: 'redlock',
-  kinds: { exclusive: true, read: false, semaphore: false },
+  kinds: { exclusive: true, read: false, semaphore: false, leader: false },
   fair: false,
   acquireAll: 'never',
   replicaAck: false,
@@ -82,14 +86,18 @@ export function redisCapabilities(cluster: boolean, acknowledged: boolean): Stor
 }
 
 /**
- * Refuses module options the store cannot serve (`fair`, `replicaAck`), naming the option: at
+ * Refuses module options the store cannot serve (`fair`, `replicaAck`, `leaders`), naming the option: at
  * `forRoot` / `forRootAsync` and `new LockService`, before any connection opens.
  */
 export function assertServesOptions(
   capabilities: StoreCapabilities,
-  options: Pick<ResolvedRedisLockOptions, 'fair' | 'replicaAck'>,
+  options: Pick<ResolvedRedisLockOptions, 'fair' | 'replicaAck'> &
+    Partial<Pick<ResolvedRedisLockOptions, 'leaders'>>,
 ): void {
   const { store } = capabilities;
+  if (options.leaders?.length && !capabilities.kinds.leader) {
+    throw new RedisLockConfigError(leaderMessages.unsupportedStore(store));
+  }
   if (options.replicaAck && !capabilities.replicaAck) {
     throw new RedisLockConfigError(
       messages.badOption('replicaAck', `set with ${store}`, 'a single primary'),
@@ -112,6 +120,9 @@ export function assertServesOptions(
  */
 export function assertServesKind(capabilities: StoreCapabilities, kind: LeaseKind | undefined) {
   if (!kind || capabilities.kinds[kind.type]) return;
+  if (kind.type === 'leader') {
+    throw new RedisLockConfigError(leaderMessages.unsupportedStore(capabilities.store));
+  }
   throw new RedisLockConfigError(
     kind.type === 'semaphore' ? semaphoreMessages.redlock() : readWriteMessages.redlock(),
   );

@@ -4,7 +4,7 @@ import { RedisLockError } from '../errors/errors';
 import { closestName } from '../options/known-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { LockService } from '../service/lock.service';
-import { formatEvicted, formatInfo, formatListing } from './format';
+import { formatEvicted, formatInfo, formatLeader, formatListing } from './format';
 
 /** Where the command writes: one line at a time (a test collects them). */
 export interface CliOutput {
@@ -13,8 +13,9 @@ export interface CliOutput {
 }
 
 /**
- * Exit codes: 0 done (`show`: the lock is held; `release --force`: a lock was removed), 1 nothing
- * there (`show` of a free lock, `release --force` of a free lock), 2 usage error (unknown command
+ * Exit codes: 0 done (`show`: the lock is held; `release --force`: a lock was removed; `leader`:
+ * the role is led), 1 nothing there (`show` of a free lock, `release --force` of a free lock,
+ * `leader` of a role nobody leads), 2 usage error (unknown command
  * or option, missing key, `release` without `--force`), 3 Redis refused or could not be reached
  * (or an option was rejected).
  */
@@ -31,6 +32,8 @@ Commands:
                           and their holders — fair waiters
   release <key> --force   remove every holder of the key, of every kind; prints what it
                           removed (holders see the loss at their next renewal: signals abort)
+  leader <role>           show who leads the role (instance id, since), its term, the lease
+                          left and how many processes wait to lead
 
 Options:
   --prefix <prefix>  the key prefix (default "${DEFAULT_OPTIONS.prefix}", the library's default)
@@ -40,7 +43,7 @@ Options:
 Environment:
   REDIS_URL          the Redis to use (default redis://127.0.0.1:6379)
 
-Exit codes: 0 done, 1 lock not held, 2 usage error, 3 Redis error.`;
+Exit codes: 0 done, 1 lock not held (or role not led), 2 usage error, 3 Redis error.`;
 
 const OPTIONS = {
   prefix: { type: 'string' },
@@ -117,6 +120,11 @@ export async function runCli(
       output.out(json ? JSON.stringify(listed) : formatListing(listed));
       return EXIT.ok;
     }
+    if (command === 'leader') {
+      const info = await locks.inspectLeader(key!);
+      output.out(json ? JSON.stringify(info) : formatLeader(info));
+      return info.led ? EXIT.ok : EXIT.notHeld;
+    }
     if (command === 'show') {
       const info = await locks.inspect(key!);
       output.out(json ? JSON.stringify({ key, ...info }) : formatInfo(key!, info));
@@ -142,9 +150,10 @@ function usageError(
   force: boolean,
 ): string | undefined {
   if (command === undefined) return 'Missing command.';
-  if (!['ls', 'show', 'release'].includes(command)) return `Unknown command "${command}".`;
+  if (!['ls', 'show', 'release', 'leader'].includes(command))
+    return `Unknown command "${command}".`;
   if (command === 'ls') return key === undefined ? undefined : 'ls takes no key.';
-  if (key === undefined) return `${command} needs a <key>.`;
+  if (key === undefined) return `${command} needs a <${command === 'leader' ? 'role' : 'key'}>.`;
   if (extra.length > 0) return `Unexpected argument "${extra[0]}".`;
   if (command === 'release' && !force) {
     return (

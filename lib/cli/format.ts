@@ -1,5 +1,6 @@
 import type { LeaseHolderInfo, ListedLock, LockHolderInfo, LockInfo } from '../backends/lock-info';
 import type { EvictedKind, EvictedLock } from '../backends/lock-eviction';
+import type { LeaderInfo } from '../service/leader/leader-info';
 
 /** `host:123 since 2026-12-01T08:50:00.000Z`, or a note when the grant wrote no record. */
 function holderText(holder: LockHolderInfo | undefined): string {
@@ -139,5 +140,18 @@ export function formatEvicted(key: string, evicted: EvictedLock | null): string 
         `fence ${removed.fence}.`,
     );
   }
+  return lines.join('\n');
+}
+
+/** Who leads a role: the leader and since when, the term, the lease left, the followers waiting. */
+export function formatLeader(info: LeaderInfo): string {
+  const lines = [`role:      ${info.role}`];
+  if (info.led) {
+    lines.push(`leader:    ${holderText(info.leader)}`, `lease:     ${info.leaseLeftMs} ms left`);
+  } else {
+    lines.push('leader:    none');
+  }
+  lines.push(`term:      ${info.term}${info.led ? '' : ' (the last one kept)'}`);
+  lines.push(`followers: ${info.followers} process(es) waiting`);
   return lines.join('\n');
 }

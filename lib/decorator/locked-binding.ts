@@ -46,3 +46,9 @@ export function injectedLockSource(instance: unknown): LockSource | undefined {
 export function bindLockSource(instance: object, locks: LockSource): void {
   Object.defineProperty(instance, INJECTED, { value: locks, configurable: true, writable: true });
 }
+
+/** The object Nest injected as the instance's LockService (a test double included), if any. */
+export function injectedLockService(instance: unknown): object | undefined {
+  if (instance === null || typeof instance !== 'object') return undefined;
+  return (instance as { [INJECTED]?: object | null })[INJECTED] ?? undefined;
+}

@@ -2,9 +2,10 @@ import { Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import type { FairLockBackend, LockBackend } from '../backends/lock-backend';
 import { assertServesKind } from '../backends/store-capabilities';
-import type { LockLostError } from '../errors/errors';
-import { messages } from '../errors/messages';
-import type { LeaseKind } from '../keys/lease-kind';
+import { RedisLockConfigError, type LockLostError } from '../errors/errors';
+import { leaderMessages, messages } from '../errors/messages';
+import { LEADER, type LeaseKind } from '../keys/lease-kind';
+import type { RawLeaderInfo } from '../kinds/leader/leader-info';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
@@ -177,6 +178,22 @@ export class LockEngine implements LockOperations<HeldLock> {
 
   drift(ttl: number): number {
     return this.backend.drift(ttl);
+  }
+
+  /**
+   * Who leads `role`, read in one atomic step, bounded as every command is (refused where the store
+   * serves no leadership: Redlock).
+   */
+  readLeader(role: string): Promise<RawLeaderInfo> {
+    this.assertServes(LEADER);
+    const reads = this.backend.leaders;
+    if (!reads) throw new RedisLockConfigError(leaderMessages.unsupportedStore('this store'));
+    return this.bounded(reads.inspect(this.keysOf(role, LEADER)), 'inspect', `role "${role}"`);
+  }
+
+  /** Whether shutdown has begun: acquires are refused from then on. */
+  get isClosing(): boolean {
+    return this.closing;
   }
 
   /**

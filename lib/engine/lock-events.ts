@@ -1,4 +1,4 @@
-import type { LockLostError } from '../errors/errors';
+import type { LeaderRevokedReason, LockLostError } from '../errors/errors';
 import type { LockMode } from '../telemetry/lock-mode';
 import type { LockHandle } from './lock-handle';
 
@@ -43,6 +43,25 @@ export interface LockRenewalFailedEvent {
   readonly error: unknown;
 }
 
+/** `'elected'`: this replica became the leader of a role (`LockService.lead`, `@WhenLeader`). */
+export interface LeaderElectedEvent {
+  readonly role: string;
+  /** The term: the lease's fence, strictly increasing per role. */
+  readonly term: number;
+  /** How long (ms) this campaign waited for the role, from its start or its last term's end. */
+  readonly waitedMs: number;
+}
+
+/** `'revoked'`: a term of this replica's leadership ended; its signal aborted first. */
+export interface LeaderRevokedEvent {
+  readonly role: string;
+  readonly term: number;
+  /** Why: the lease's loss (`LockLostReason`), or `'resigned'`. */
+  readonly reason: LeaderRevokedReason;
+  /** How long (ms) the term lasted. */
+  readonly heldMs: number;
+}
+
 /**
  * The events of `LockService.on()`, each with its listener's arguments. `'lost'` keeps its
  * two-argument form: the loss (its `reason` says why) and the handle its work was given.
@@ -53,6 +72,8 @@ export interface LockEvents {
   released: [event: LockReleasedEvent];
   lost: [error: LockLostError, lock: LockHandle];
   'renewal-failed': [event: LockRenewalFailedEvent];
+  elected: [event: LeaderElectedEvent];
+  revoked: [event: LeaderRevokedEvent];
 }
 
 /** The name of an event of `LockEvents`. */

@@ -10,6 +10,7 @@ import type { AcquireOutcome } from './acquire-request';
 import { emitSafely } from './emit-lost';
 import type { HeldLock } from './held-lock';
 import type { LockHandle } from './lock-handle';
+import type { LeaderElectedEvent, LeaderRevokedEvent } from './lock-events';
 import type { MultiAcquireOutcome } from './multi-acquire-request';
 
 /**
@@ -102,6 +103,18 @@ export class LockLifecycle {
     if (this.events.listenerCount('renewal-failed') === 0) return;
     const keys = locks.map((lock) => lock.key);
     emitSafely(this.events, this.logger, 'renewal-failed', { keys, error });
+  }
+
+  /** This replica became the leader of `role`: the event, and the role's "is leader" gauge up. */
+  elected(event: LeaderElectedEvent): void {
+    this.telemetry.metrics?.leader(event.role, 1);
+    emitSafely(this.events, this.logger, 'elected', event);
+  }
+
+  /** A term of this replica's leadership ended: the gauge down, then the event. */
+  revoked(event: LeaderRevokedEvent): void {
+    this.telemetry.metrics?.leader(event.role, -1);
+    emitSafely(this.events, this.logger, 'revoked', event);
   }
 
   /** The span of a locked section, or undefined when no tracer provider is registered. */

@@ -2,7 +2,7 @@
  * Every error class the library throws, in one file: `RedisLockError` is the base of all of them,
  * so one `instanceof` check catches any. Their texts come from the catalogue in messages.ts.
  */
-import { messages, multiKeyMessages, readWriteMessages } from './messages';
+import { leaderMessages, messages, multiKeyMessages, readWriteMessages } from './messages';
 
 /** Base class of every error this library throws, so `catch (e) { if (e instanceof RedisLockError) … }` works. */
 export class RedisLockError extends Error {
@@ -90,6 +90,39 @@ export class LockLostError extends RedisLockError {
     readonly reason: LockLostReason,
   ) {
     super(messages.lost(key, why[reason]));
+  }
+}
+
+/**
+ * Why a term of leadership ended: the lease was lost as a lock's is (`LockLostReason`: renewal
+ * found it gone, Redis out of reach past the lease, a suspended host, the term limit, shutdown),
+ * or this replica gave it up (`'resigned'`, by `resign()` or a graceful shutdown).
+ */
+export type LeaderRevokedReason = LockLostReason | 'resigned';
+
+/**
+ * The abort reason of a leader's `signal`: its term ended, and the work it started as leader must
+ * stop. `cause` is the lease's `LockLostError` when the lease was lost.
+ */
+export class LeadershipRevokedError extends RedisLockError {
+  constructor(
+    readonly role: string,
+    readonly term: number,
+    readonly reason: LeaderRevokedReason,
+    cause?: LockLostError,
+  ) {
+    const text = reason === 'resigned' ? leaderMessages.resigned() : why[reason];
+    super(leaderMessages.revoked(role, term, text), { cause });
+  }
+}
+
+/**
+ * The abort reason of a leader handle's `signal` while this replica has not led the role yet:
+ * nothing done as leader may start.
+ */
+export class NotLeaderError extends RedisLockError {
+  constructor(readonly role: string) {
+    super(leaderMessages.notLeading(role));
   }
 }
 

@@ -403,6 +403,38 @@ export const semaphoreMessages = {
     'single-node/Cluster LockService for semaphores.',
 };
 
+// ---- Leader election -----------------------------------------------------------------------------
+
+/** Messages of leader election (`lead`, `@WhenLeader`, the `leaders` option). */
+export const leaderMessages = {
+  unsupportedStore: (store: string) =>
+    `Leader election needs one Redis (a single node or Sentinel), a Cluster or the memory store, ` +
+    `not ${store}: a term must be one counter on one server, which a Redlock quorum does not ` +
+    'have. Campaign on a single-node or Cluster LockService, or drop the role.',
+  badRole: (role: unknown) =>
+    `A leader role must be a non-empty string (it names the lease, like a lock key); got ` +
+    `${typeof role === 'string' ? '""' : typeof role}. Pass e.g. 'scheduler'.`,
+  alreadyCampaigning: (role: string) =>
+    `This LockService already campaigns for role "${role}" (one campaign per role and process, ` +
+    'so `@WhenLeader` knows whose term to follow). Use `locks.leadership(role)` to get its ' +
+    'handle, or `resign()` it first.',
+  revoked: (role: string, term: number, why: string) =>
+    `Leadership of role "${role}" (term ${term}) ended: ${why}.`,
+  resigned: () => 'this replica resigned it',
+  notLeading: (role: string) =>
+    `This replica does not lead role "${role}" now: wait for \`onElected\`, or check ` +
+    '`isLeader` before acting as leader.',
+  electedCallbackFailed: (role: string, what: string, reason: string) =>
+    `The ${what} callback of role "${role}" failed: ${reason}`,
+  campaignFailed: (role: string, reason: string, delay: number) =>
+    `Campaigning for role "${role}" failed: ${reason}; trying again in ${delay} ms.`,
+  notBound: (where: string) =>
+    `@WhenLeader on ${where} was called on an instance Nest did not give a LockService: create ` +
+    'it through Nest in a module that sees RedisLockModule.',
+  notAMethod: (where: string) =>
+    `@WhenLeader() can only decorate methods; ${where} is not a method.`,
+};
+
 // ---- Public: what a caller of the app may see (HTTP, GraphQL, RPC, WebSocket) -------------------
 
 /**

@@ -4,9 +4,18 @@ import { EXCLUSIVE, type LeaseKind } from './lease-kind';
 
 /**
  * What an operator sees a lock as: a mutex (or a writer), a read lock's readers, a semaphore —
- * the kinds of lease, by the same names.
+ * the kinds of lease, by the same names. A role's leadership is no lock a key holds: it is read
+ * by `LockService.inspectLeader`, never listed among the locks.
  */
-export type LockKind = LeaseKind['type'];
+export type LockKind = Exclude<LeaseKind['type'], 'leader'>;
+
+/**
+ * The suffix a role's leadership lives under, after `<prefix>{<role>}`: the lease, and after it
+ * its fence counter and release channel. Every name of a lock ends in `}` or in `}` and one of
+ * the lock's own suffixes, none of which ends in `:leader` (or in `:leader:fence`,
+ * `:leader:released`), so a role never shares a name with a lock of the same key.
+ */
+export const LEADER_SUFFIX = ':leader';
 
 /**
  * The name each kind of lock keeps its holders under, as a suffix after `<prefix>{<key>}`: the
@@ -174,6 +183,8 @@ export function lockRedisKeys(
   kind: LeaseKind = EXCLUSIVE,
 ): LockRedisKeys {
   const lock = `${prefix}{${hashTagSafe(key)}}`;
+  // A role's leadership has names of its own too, in the slot of the key named like the role.
+  if (kind.type === 'leader') return new LockRedisKeys(`${lock}${LEADER_SUFFIX}`, kind);
   // A semaphore lives under names of its own: a mutex and a semaphore on one key are two locks,
   // and re-entrancy (which keys holds by `lock`) never mistakes one for the other.
   return new LockRedisKeys(

@@ -3,6 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { LOCK_SOURCE } from '../decorator/locked-binding';
 import { LockedExplorer } from '../decorator/locked.explorer';
 import { LockedInterceptor } from '../decorator/locked.interceptor';
+import { WhenLeaderExplorer } from '../decorator/when-leader.explorer';
 import { LockService } from '../service/lock.service';
 import type { RedisLockModuleOptions } from '../options/redis-lock-options';
 import type { LockStore } from '../engine/lock-engine';
@@ -45,6 +46,8 @@ import { RedisLockStartupCheck } from './startup-check';
     // tests) flows through it, under a global symbol that another copy of the package shares.
     { provide: LOCK_SOURCE, useExisting: LockService },
     LockedExplorer,
+    // Campaigns for the `leaders` option's roles and `@WhenLeader` methods' at bootstrap.
+    WhenLeaderExplorer,
     LockedInterceptor,
     RedisLockStartupCheck,
     LockErrorAnswers,

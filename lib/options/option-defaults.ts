@@ -33,6 +33,7 @@ export const DEFAULT_OPTIONS: ResolvedRedisLockOptions = {
   answerLockErrors: true,
   busyLogLevel: 'verbose',
   telemetry: { keys: 'none' },
+  leaders: [],
   instanceId: `${hostname()}:${process.pid}`,
 };
 
@@ -66,6 +67,7 @@ export const OPTION_NAMES: OptionNames<RedisLockModuleOptions> = {
   busyLogLevel: true,
   telemetry: true,
   instanceId: true,
+  leaders: true,
 };
 /**
  * Names from other Redis libraries' options that mean the connection: `url: 'redis://…'`,

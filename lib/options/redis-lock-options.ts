@@ -1,5 +1,6 @@
 import type { ClusterNode, ClusterOptions } from 'ioredis';
 import type { RedisConnectionOption } from '../redis/redis-client';
+import type { LeaderRoleOption } from './leader-options';
 import type { LockExceptionFactory } from './lock-failure';
 import type { TelemetryOptions } from './telemetry-options';
 
@@ -275,6 +276,14 @@ export interface RedisLockModuleOptions {
    * @default { keys: 'none' }
    */
   telemetry?: TelemetryOptions;
+  /**
+   * Roles this replica campaigns for once the application has bootstrapped, each a name or
+   * `{ role, ...LeadOptions }`: as `LockService.lead(role, options)` would, and before any
+   * `@WhenLeader(role)` method campaigns with the defaults. Refused at startup on Redlock.
+   * docs/leader-election.md.
+   * @default []
+   */
+  leaders?: readonly LeaderRoleOption[];
 }
 
 /** The level of a busy lock's log line, or `false` for none: see `busyLogLevel`. */

@@ -100,6 +100,12 @@ export function resolveOptions(options: RedisLockModuleOptions = {}): ResolvedRe
     );
   }
   resolved.telemetry = resolveTelemetry(resolved.telemetry);
+  // Each entry is checked where its campaign is set up (LockService), against the store's drift.
+  if (!Array.isArray(resolved.leaders)) {
+    throw new RedisLockConfigError(
+      messages.badOption('leaders', resolved.leaders, 'an array of roles'),
+    );
+  }
   return resolved;
 }
 

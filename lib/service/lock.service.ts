@@ -3,6 +3,10 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import type { LeadOptions } from '../options/leader-options';
+import { LeaderCampaigns } from './leader/leader-campaigns';
+import type { LeaderHandle } from './leader/leader-handle';
+import { leaderInfoOf, type LeaderInfo } from './leader/leader-info';
 import type { LockInfo, LockListPage } from '../backends/lock-info';
 import type { EvictedLock } from '../backends/lock-eviction';
 import type { LockHandle } from '../engine/lock-handle';
@@ -32,6 +36,8 @@ import { settled } from '../util/settled';
 export class LockService implements LockSource, BeforeApplicationShutdown, OnApplicationShutdown {
   /** The engine; not part of the public API (left out of the published declarations). @internal */
   readonly engine: LockEngine;
+  /** This service's campaigns for leader roles (`lead`). @internal */
+  readonly leaders: LeaderCampaigns;
 
   /**
    * @param options The module options (validated here: a bad one throws `RedisLockConfigError`).
@@ -42,6 +48,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    */
   constructor(options: RedisLockModuleOptions = {}, store?: LockStore) {
     this.engine = new LockEngine(resolveOptions(options), store);
+    this.leaders = new LeaderCampaigns(this.engine);
   }
 
   /** The module options with defaults filled in. */
@@ -216,9 +223,47 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   }
 
   /**
+   * Campaigns for `role`: at most one replica of every process that campaigns for it leads at a
+   * time. Followers wait for the leader's release message (else retry when its lease would end);
+   * the leader's lease is renewed by the watchdog, and its term — the lease's fence, strictly
+   * increasing per role — ends (its `signal` aborts, then `onRevoked` runs) when renewal fails past
+   * the lease, after a suspended host, at `termLimit`, on `resign()` or at shutdown (after the work
+   * `run()` started). The campaign then goes on, after `rejoinDelay`. One campaign per role and
+   * service: a second `lead()` of a running role throws `RedisLockConfigError` (see
+   * {@link leadership}). Refused on Redlock. docs/leader-election.md.
+   *
+   * @example
+   * ```ts
+   * const scheduler = locks.lead('scheduler', {
+   *   onElected: ({ term, signal }) => startPolling(term, signal),
+   *   onRevoked: (reason) => logger.warn(`no longer the scheduler: ${reason}`),
+   * });
+   * await scheduler.run(({ term }) => runDueJobs(term)); // skipped unless leader
+   * ```
+   */
+  lead(role: string, options: LeadOptions = {}): LeaderHandle {
+    return this.leaders.lead(role, options);
+  }
+
+  /** This service's campaign for `role` (`lead()`, the `leaders` option, `@WhenLeader`), if any. */
+  leadership(role: string): LeaderHandle | undefined {
+    return this.leaders.get(role);
+  }
+
+  /**
+   * Who leads `role`, from the store (every replica's view): the leader's instance id and since
+   * when, the term, the lease left, and how many processes wait to lead. Changes nothing.
+   */
+  async inspectLeader(role: string): Promise<LeaderInfo> {
+    assertLockKey(role, this.options.maxKeyLength);
+    return leaderInfoOf(role, await this.engine.readLeader(role));
+  }
+
+  /**
    * Subscribes to lock lifecycle events, each with a typed payload (`LockEvents`):
    * `'acquired'` (key, fence, `waitedMs`, mode), `'busy'` (key, `waitedMs`, `retryAfterMs`),
-   * `'released'` (key, fence, `heldMs`), `'renewal-failed'` (keys, error), and `'lost'`: a lock
+   * `'released'` (key, fence, `heldMs`), `'renewal-failed'` (keys, error), `'elected'` and
+   * `'revoked'` (role, term, and the reason a term ended), and `'lost'`: a lock
    * lost (renewal found it gone or foreign, Redis out of reach past its deadline, `maxHold`,
    * shutdown), or a re-entrant hold reaching its own `maxHold` (then `lock` is that hold's
    * handle). A payload is built only when its event has listeners. A listener that throws, or an
@@ -246,10 +291,13 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    * Shuts down: refuses new acquires at once (`LockServiceClosedError`), waits up to
    * `shutdownGrace` ms for held locks to be released by their work (still renewing them), aborts
    * the signal of each lock still held (`LockLostError`, reason `'shutdown'`, and a `'lost'`
-   * event) and only then releases it, and finally closes the connections this service opened.
+   * event) and only then releases it — a leader resigns as soon as the work its `run()` started
+   * has settled, so a follower takes over at once — and finally closes the connections this service opened.
    * Idempotent: every call returns the same promise.
    */
   close(): Promise<void> {
+    // Leaders resign as their running work ends, while the drain below waits for their leases.
+    void this.leaders.stopAll();
     return this.engine.close();
   }
 
@@ -259,6 +307,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
    * their work can still use those clients. Called by Nest, not by you.
    */
   beforeApplicationShutdown(): Promise<void> {
+    void this.leaders.stopAll();
     return this.engine.drain();
   }
 

@@ -27,6 +27,7 @@ interface Instruments {
   readonly renewalFailures: Counter;
   readonly held: UpDownCounter;
   readonly waiting: UpDownCounter;
+  readonly leader: UpDownCounter;
 }
 
 /**
@@ -42,6 +43,7 @@ export class LockMetrics {
   private readonly mode: Attributes;
   private readonly outcomes: Record<'acquired' | 'busy' | 'released' | 'lost', Attributes>;
   private readonly reasons = new Map<string, Attributes>();
+  private readonly roles = new Map<string, Attributes>();
 
   constructor(
     private readonly api: OtelApiModule,
@@ -111,6 +113,21 @@ export class LockMetrics {
     this.current()?.waiting.add(delta, this.mode);
   }
 
+  /**
+   * The "is leader" gauge of `role`: 1 while this process leads it, 0 otherwise. Roles name jobs,
+   * not request data, so they are attributes as they are (never hashed).
+   */
+  leader(role: string, delta: 1 | -1): void {
+    const on = this.current();
+    if (!on) return;
+    let attributes = this.roles.get(role);
+    if (!attributes) {
+      attributes = { ...this.mode, 'lock.leader.role': role };
+      this.roles.set(role, attributes);
+    }
+    on.leader.add(delta, attributes);
+  }
+
   /** The instruments of the registered meter provider, or undefined when none is registered. */
   private current(): Instruments | undefined {
     const provider = this.api.metrics.getMeterProvider();
@@ -167,6 +184,10 @@ function createInstruments(
     waiting: meter.createUpDownCounter('lock.waiting', {
       unit: '{call}',
       description: 'Acquire calls waiting for a busy lock.',
+    }),
+    leader: meter.createUpDownCounter('lock.leader', {
+      unit: '{role}',
+      description: 'Whether this process leads the role (1) or not (0), by role.',
     }),
   };
 }

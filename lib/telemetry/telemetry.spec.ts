@@ -66,4 +66,13 @@ describe('LockMetrics', () => {
       expect.objectContaining({ count: 1, sum: 1.5 }),
     ]);
   });
+
+  it('keeps an "is leader" gauge per role: 1 while this process leads it, 0 after', async () => {
+    const values = register();
+    const metrics = new LockMetrics(api, '1.2.3', 'default');
+    metrics.leader('scheduler', 1);
+    metrics.leader('outbox', 1);
+    metrics.leader('outbox', -1);
+    expect(await values('lock.leader')).toEqual([1, 0]);
+  });
 });
