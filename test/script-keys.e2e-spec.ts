@@ -182,6 +182,12 @@ async function everyOperation(options: RedisLockModuleOptions, fair: boolean): P
     await sleep(30);
     await one.release();
     await (await next).release();
+
+    // A role: elected, read back by an operator, resigned.
+    const leader = a.lead('role');
+    await waitFor(() => leader.isLeader, 3_000);
+    await b.inspectLeader('role');
+    await leader.resign();
   }
 
   // Operators: inspect, isLocked, list, forced release and eviction of every kind.

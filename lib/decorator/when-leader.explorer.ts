@@ -1,5 +1,6 @@
 import { Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { isInternalLockSource } from '../locking/public-lock-source';
 import { LockService } from '../service/lock.service';
 import { bindLockSource, injectedLockService } from './locked-binding';
 import { whenLeaderRole } from './when-leader.decorator';
@@ -19,6 +20,8 @@ export class WhenLeaderExplorer implements OnApplicationBootstrap {
   ) {}
 
   onApplicationBootstrap(): void {
+    // A test double in place of the LockService (`overrideProvider`) campaigns for nothing.
+    if (!isInternalLockSource(this.locks)) return;
     const roles = new Set<string>();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance: unknown = wrapper.instance;

@@ -72,6 +72,24 @@ describe('Sentinel: 1 primary + 1 replica + 3 sentinels', () => {
     expect(await lock.release()).toBe(true);
   });
 
+  it('elects one leader of a role through the sentinels, and hands over on resignation', async () => {
+    const handles = [sentinelService({ ttl: 10_000 }), sentinelService({ ttl: 10_000 })].map(
+      (locks) => locks.lead('sentinel-role'),
+    );
+    await waitFor(() => handles.filter((handle) => handle.isLeader).length === 1, 5_000);
+    const leader = handles.find((handle) => handle.isLeader)!;
+    const follower = handles.find((handle) => handle !== leader)!;
+    const term = leader.term;
+    const resigned = now();
+    await leader.resign();
+    // Well under the 10 s lease: the release message woke the follower.
+    await waitFor(() => follower.isLeader, 2_000, 2);
+    expect(now() - resigned).toBeLessThan(1_000);
+    expect(follower.term).toBeGreaterThan(term);
+    expect(handles.filter((handle) => handle.isLeader)).toEqual([follower]);
+    await follower.resign();
+  });
+
   describe('replicaAck (WAIT)', () => {
     it('grants a lock once a replica acknowledged it', async () => {
       const locks = sentinelService({ replicaAck: { minReplicas: 1, timeout: 1_000 } });

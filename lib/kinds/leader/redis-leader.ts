@@ -46,7 +46,7 @@ export class RedisLeaderLeases implements KindLeases, LeaderReads {
 
   inspect(keys: LockRedisKeys): Promise<RawLeaderInfo> {
     const { client, publish } = this.context;
-    return inspectLeaderScript.run(client, [keys.lock], [publish()], (reply) => {
+    return inspectLeaderScript.run(client, [keys.lock, keys.fence], [publish()], (reply) => {
       const [token, pttl, term, followers] = reply;
       return {
         token: token || null,
