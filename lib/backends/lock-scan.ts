@@ -29,9 +29,7 @@ export async function scanLockNames(
   const keyPrefix = String(client.options.keyPrefix ?? '');
   // SCAN's MATCH is not prefixed by ioredis: match the full names, and strip the keyPrefix after.
   const pattern = lockKeyPattern(keyPrefix + prefix);
-  // A Cluster client knows its primaries once it has loaded the slots: any command waits for that.
-  if (isClusterClient(client) && client.nodes('master').length === 0) await client.ping();
-  const nodes = scanNodes(client);
+  const nodes = await scanNodes(client);
   let [node, scan] = parseCursor(cursor);
   const names: string[] = [];
   while (node < nodes.length && names.length < count) {
@@ -59,8 +57,7 @@ export async function findLegacyReaders(
 ): Promise<string | undefined> {
   const keyPrefix = String(client.options.keyPrefix ?? '');
   const pattern = `${escapeGlob(keyPrefix + prefix)}{*}:readers`;
-  if (isClusterClient(client) && client.nodes('master').length === 0) await client.ping();
-  for (const node of scanNodes(client)) {
+  for (const node of await scanNodes(client)) {
     let scan = '0';
     do {
       const [next, found] = await node.scan(scan, 'MATCH', pattern, 'COUNT', 1_000);
@@ -72,8 +69,10 @@ export async function findLegacyReaders(
 }
 
 /** The servers to scan: the primaries of a Cluster, by address; else the one client. */
-function scanNodes(client: RedisClient): Redis[] {
+async function scanNodes(client: RedisClient): Promise<Redis[]> {
   if (!isClusterClient(client)) return [client];
+  // A Cluster client knows its primaries once it has loaded the slots: any command waits for that.
+  if (client.nodes('master').length === 0) await client.ping();
   const address = (redis: Redis): string => `${redis.options.host}:${redis.options.port}`;
   return client.nodes('master').sort((a, b) => address(a).localeCompare(address(b)));
 }
