@@ -1,3 +1,4 @@
+import { traitsOf } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { LockServiceClosedError, RedisUnavailableError } from '../errors/errors';
 import { messages } from '../errors/messages';
@@ -123,7 +124,7 @@ async function waitAfterFirstTry(
       Math.min(options.commandTimeout, Math.max(0, deadline - monotonicNow())),
       signal,
       tries.token,
-      keys.kind.type === 'read',
+      traitsOf(keys.kind).wakesAll,
     );
   } catch (error) {
     context.waiting(-1);
@@ -187,7 +188,7 @@ function passOnUnused(
   keys: LockRedisKeys,
   handOff: HandOff | undefined,
 ): void {
-  if (handOff || keys.kind.type === 'exclusive' || !waiter.takePendingWake()) return;
+  if (handOff || traitsOf(keys.kind).oneHolder || !waiter.takePendingWake()) return;
   notifier.unregister(waiter); // not this waiter again
   notifier.passOn(keys.channel);
 }

@@ -1,4 +1,5 @@
 import type { FairLockBackend, LockBackend } from '../backends/lock-backend';
+import { traitsOf } from '../keys/lease-kind';
 import type { HeldLock } from './held-lock';
 import type { ReleaseNotifier } from './release-notifier';
 import { retryRefused } from './retry-refused';
@@ -27,15 +28,16 @@ export class LeaseReleaser {
         () => lock.validUntil,
       );
     const { fairBackend, notifier } = this;
-    if (lock.redisKeys.kind.type === 'read') {
-      // A reader's share: the release wakes the writers by its message when the last reader
-      // leaves (none is due before: no local hand-off).
-      return release(() => this.backend.release(lock.redisKeys, lock.token));
-    }
-    if (fairBackend) {
+    const traits = traitsOf(lock.redisKeys.kind);
+    if (fairBackend && traits.queuesWhenFair) {
       // The release script hands the lock (or the permit) to the next in line itself: no local
       // hand-off.
       return release(() => fairBackend.fairRelease(lock.redisKeys, lock.token));
+    }
+    if (!traits.releaseFreesPlace) {
+      // A reader's share: the release wakes the writers by its message when the last reader
+      // leaves (none is due before: no local hand-off).
+      return release(() => this.backend.release(lock.redisKeys, lock.token));
     }
     // A waiter in this process is woken when Redis answers, unless the release message was first.
     notifier.releaseSent(lock.token);

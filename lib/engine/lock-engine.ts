@@ -4,7 +4,7 @@ import type { FairLockBackend, LockBackend } from '../backends/lock-backend';
 import { assertServesKind } from '../backends/store-capabilities';
 import { RedisLockConfigError, type LockLostError } from '../errors/errors';
 import { leaderMessages, messages } from '../errors/messages';
-import { LEADER, type LeaseKind } from '../keys/lease-kind';
+import { LEADER, traitsOf, type LeaseKind } from '../keys/lease-kind';
 import type { RawLeaderInfo } from '../kinds/leader/leader-info';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
@@ -127,8 +127,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   }
 
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    const queues = (request.kind?.type ?? 'exclusive') !== 'read';
-    const acquirer = queues ? (this.fair ?? this.plain) : this.plain;
+    const acquirer = traitsOf(request.kind).queuesWhenFair ? (this.fair ?? this.plain) : this.plain;
     return this.calls.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
   }
 

@@ -1,6 +1,7 @@
 import type { AcquireTry, LockBackend } from '../backends/lock-backend';
 import { LockServiceClosedError } from '../errors/errors';
 import { messages } from '../errors/messages';
+import { traitsOf } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
 import { waitForLock } from './acquire-loop';
@@ -51,7 +52,7 @@ export class PlainAcquirer implements Acquirer {
     // drawn at the first try that waits, so an uncontended acquire pays nothing for it.
     let entered = false;
     const prioritised =
-      keys.kind.type === 'exclusive' && request.writerPriority !== false && request.wait > 0;
+      traitsOf(keys.kind).waitsAsWriter && request.writerPriority !== false && request.wait > 0;
     let waitingWriter: AcquireTry['waitingWriter'];
     const waitingTry = (): AcquireTry => ({
       waitingWriter: prioritised

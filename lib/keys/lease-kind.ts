@@ -36,6 +36,69 @@ export const EXCLUSIVE: ExclusiveLease = Object.freeze({ type: 'exclusive' });
 /** The kind of a read-write lock's reader. */
 export const READ: ReadLease = Object.freeze({ type: 'read' });
 
+/**
+ * How the engine treats the leases of a kind: what it asks of a kind, looked up by `traitsOf`, so
+ * the waiting, queueing and release paths never test a kind by name. A new kind adds its row.
+ */
+export interface KindTraits {
+  /**
+   * One holder at a time, so a wake-up a waiter did not use frees nothing for the next one; a kind
+   * of several holders (permits, readers) passes the unused wake-up on.
+   */
+  readonly oneHolder: boolean;
+  /**
+   * A release message wakes every waiter on the key, not the longest-waiting one: a writer's end
+   * admits all the readers at once.
+   */
+  readonly wakesAll: boolean;
+  /** Fair mode queues its waiters in the store, and a release hands over to the first in line. */
+  readonly queuesWhenFair: boolean;
+  /**
+   * A release frees a place the next local waiter can take, so the answer wakes it without
+   * waiting for the message. A reader's release frees none while other readers stay (its script
+   * publishes when the last one leaves).
+   */
+  readonly releaseFreesPlace: boolean;
+  /** A waiting acquire enters the writers-waiting set, holding new readers back (writer priority). */
+  readonly waitsAsWriter: boolean;
+}
+
+const KIND_TRAITS: Readonly<Record<LeaseKind['type'], KindTraits>> = Object.freeze({
+  exclusive: {
+    oneHolder: true,
+    wakesAll: false,
+    queuesWhenFair: true,
+    releaseFreesPlace: true,
+    waitsAsWriter: true,
+  },
+  read: {
+    oneHolder: false,
+    wakesAll: true,
+    queuesWhenFair: false,
+    releaseFreesPlace: false,
+    waitsAsWriter: false,
+  },
+  semaphore: {
+    oneHolder: false,
+    wakesAll: false,
+    queuesWhenFair: true,
+    releaseFreesPlace: true,
+    waitsAsWriter: false,
+  },
+  leader: {
+    oneHolder: true,
+    wakesAll: false,
+    queuesWhenFair: true,
+    releaseFreesPlace: true,
+    waitsAsWriter: false,
+  },
+});
+
+/** What the engine needs to know of `kind` (see `KindTraits`). */
+export function traitsOf(kind: LeaseKind = EXCLUSIVE): KindTraits {
+  return KIND_TRAITS[kind.type];
+}
+
 /** The limit a permit lease asks for, or undefined for any other kind of lease. */
 export function permitsOf(kind: LeaseKind): number | undefined {
   return kind.type === 'semaphore' ? kind.permits : undefined;
