@@ -6,7 +6,7 @@ import type { AcquireContext } from './acquire-context';
 import { waitForLock, type CallTries } from './acquire-loop';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
 import { monotonicNow, newToken } from '../util/clock';
-import { extendUnseen } from './extend-unseen';
+import { LockLostError } from '../errors/errors';
 import { FairCall } from './fair-call';
 import { HeldLock } from './held-lock';
 import { raceAbort } from './race-abort';
@@ -198,5 +198,24 @@ export class FairAcquirer implements Acquirer {
       afterLastTry.then(() => this.backend.fairRelease(keys, call.token)),
       'Leaving a fair queue',
     );
+  }
+}
+
+/**
+ * Fair mode, `renew: false`: brings a lock handed over with a short lease to its full `ttl` by one
+ * extension, before anyone has its handle. A loss meanwhile (that lease ran out, the key is not
+ * ours) is the acquire call's business, not an event about a lock nobody was given: it resolves
+ * false, and the call tries again (a lock that may still be ours was released by the loss).
+ */
+async function extendUnseen(lock: HeldLock, ttl: number): Promise<boolean> {
+  lock.unseen = true;
+  try {
+    await lock.extend(ttl);
+    return true;
+  } catch (error) {
+    if (error instanceof LockLostError) return false;
+    throw error;
+  } finally {
+    lock.unseen = false;
   }
 }
