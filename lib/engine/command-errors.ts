@@ -2,7 +2,7 @@ import { messages } from '../errors/messages';
 import { RedisCommandError, RedisLockError, RedisUnavailableError } from '../errors/errors';
 import type { ConnectionWatch } from '../redis/connection-watch';
 import { finalReplyErrorCode } from '../redis/reply-error';
-import { withTimeout } from '../util/with-timeout';
+import type { CommandDeadlines } from '../util/command-deadlines';
 
 /**
  * Runs a backend command bounded by `timeoutMs` (and cut short when the connections turn out
@@ -10,16 +10,14 @@ import { withTimeout } from '../util/with-timeout';
  * command, `subject` what it was about, for a refusal's message (`lock "order:7"`).
  */
 export function boundedCommand<T>(
+  deadlines: CommandDeadlines,
   connections: ConnectionWatch,
   timeoutMs: number,
   command: Promise<T>,
   operation: string,
   subject: string,
 ): Promise<T> {
-  const guarded = connections.guard(command);
-  return withTimeout(guarded, timeoutMs, operation, (error) =>
-    commandFailure(error, connections, operation, subject),
-  );
+  return deadlines.bound(connections.guard(command), timeoutMs, operation, subject);
 }
 
 /**

@@ -13,7 +13,8 @@ import type { AcquireContext } from './acquire-context';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
 import { BackgroundCleanups } from './background-cleanups';
 import { CallsInProgress } from './calls-in-progress';
-import { boundedCommand } from './command-errors';
+import { CommandDeadlines } from '../util/command-deadlines';
+import { boundedCommand, commandFailure } from './command-errors';
 import {
   assertStoreServes,
   claimStore,
@@ -77,6 +78,8 @@ export class LockEngine implements LockOperations<HeldLock> {
   private whenIdle?: () => void;
   /** Acquire calls in progress, which close() waits for before it closes the connection. */
   private readonly calls = new CallsInProgress();
+  /** Every backend command's bound, behind one timer. */
+  private readonly deadlines: CommandDeadlines;
 
   /**
    * Runs on the store `createLockStore(options)` opens, unless given one (the module's, the testing
@@ -91,6 +94,9 @@ export class LockEngine implements LockOperations<HeldLock> {
     const { backend, connections = noConnections() } = store;
     this.backend = backend;
     this.connections = connections;
+    this.deadlines = new CommandDeadlines((error, operation, subject) =>
+      commandFailure(error, connections, operation, subject),
+    );
     this.closesStore = claimStore(store);
     this.lifecycle = new LockLifecycle(this.events, this.logger, options);
     this.inspection = new LockInspection(backend, options.prefix, (command, operation, subject) =>
@@ -294,6 +300,13 @@ export class LockEngine implements LockOperations<HeldLock> {
   /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
   private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
     const { connections, options } = this;
-    return boundedCommand(connections, options.commandTimeout, command, operation, subject);
+    return boundedCommand(
+      this.deadlines,
+      connections,
+      options.commandTimeout,
+      command,
+      operation,
+      subject,
+    );
   }
 }

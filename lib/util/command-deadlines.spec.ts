@@ -1,0 +1,51 @@
+import { RedisUnavailableError } from '../errors/errors';
+import { CommandDeadlines } from './command-deadlines';
+
+/** A command that never answers, or answers when told. */
+function pendingCommand<T>(): { promise: Promise<T>; answer: (value: T) => void } {
+  let answer!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (answer = resolve));
+  return { promise, answer };
+}
+
+const passThrough = (error: unknown): unknown => error;
+
+describe('CommandDeadlines', () => {
+  it('fails a command that is not answered in time, and passes an answer through', async () => {
+    const deadlines = new CommandDeadlines(passThrough);
+    const hung = deadlines.bound(pendingCommand<number>().promise, 20, 'acquire', 'lock "a"');
+    const answered = pendingCommand<number>();
+    const quick = deadlines.bound(answered.promise, 1_000, 'release', 'lock "b"');
+    answered.answer(7);
+
+    await expect(quick).resolves.toBe(7);
+    await expect(hung).rejects.toBeInstanceOf(RedisUnavailableError);
+    await expect(hung).rejects.toThrow(/within 20 ms/);
+  });
+
+  it('re-arms for a shorter deadline added later, and for those still in flight', async () => {
+    const deadlines = new CommandDeadlines(passThrough);
+    const order: string[] = [];
+    const track = (name: string, promise: Promise<unknown>): Promise<void> =>
+      promise.then(
+        () => void order.push(`${name} answered`),
+        () => void order.push(`${name} timed out`),
+      );
+    const long = track('long', deadlines.bound(pendingCommand().promise, 120, 'a', 's'));
+    const short = track('short', deadlines.bound(pendingCommand().promise, 10, 'b', 's'));
+    const late = pendingCommand<number>();
+    const answered = track('answered', deadlines.bound(late.promise, 60, 'c', 's'));
+    setTimeout(() => late.answer(1), 30);
+
+    await Promise.all([long, short, answered]);
+    expect(order).toEqual(['short timed out', 'answered answered', 'long timed out']);
+  });
+
+  it("maps every rejection, the command's own included, through the failure", async () => {
+    const deadlines = new CommandDeadlines(
+      (error, operation, subject) => new Error(`${operation} ${subject}: ${String(error)}`),
+    );
+    const refused = deadlines.bound(Promise.reject(new Error('NOPERM')), 1_000, 'acquire', 'x');
+    await expect(refused).rejects.toThrow('acquire x: Error: NOPERM');
+  });
+});
