@@ -393,6 +393,11 @@ export const semaphoreMessages = {
     `A call nested in a holder of semaphore "${key}" (permits: ${held}) asks for permits: ` +
     `${asked}. A nested call re-uses the permit its caller holds, so it must name the same ` +
     '`permits`: pass the same number, or `reentrant: false` to wait for a permit of its own.',
+  nestedKindChange: (key: string, held: string, asked: string) =>
+    `Lock "${key}" is held by this call chain as ${held}, and a call nested in it asks for it as ` +
+    `${asked}. Every kind of lock on one name excludes the others, so the nested call would wait ` +
+    'for its own chain: take one kind of lock on the name for the whole chain (the one the outer ' +
+    'call takes, or the outer call takes the inner one instead), or lock another key inside.',
   notWithReadWrite: (option: string) =>
     `\`permits\` and \`${option}\` do not go together: that is an option of read-write locks, and ` +
     'a semaphore has no readers or writers (its permits are all alike). Drop it for a semaphore ' +
