@@ -95,11 +95,12 @@ export const messages = {
     `Startup check: ${problem} Starting anyway: the nodes answer, and vote once restartGrace ` +
     'has passed; until then lock calls may be refused.',
   legacyLayout: (name: string, prefix: string) =>
-    `Startup check: found "${name}", the readers of a read lock in the key layout of ` +
-    `nestjs-redis-lock 0.1.0, under the prefix "${prefix}". This version keeps readers under the ` +
-    'lock key itself and would not see these: a writer could get in beside them. Stop every ' +
-    `0.1.0 instance on this prefix, wait until no "${prefix}{*}:readers" key is left (they expire ` +
-    'with their leases), then start this version — or give it another `prefix`.',
+    `Startup check: found "${name}", the ${name.endsWith(':permits') ? 'permits of a semaphore' : 'readers of a read lock'} ` +
+    `in the key layout of nestjs-redis-lock 0.1.0, under the prefix "${prefix}". This version ` +
+    'keeps readers and permits under the lock key itself and would not see these: a writer, or ' +
+    `another kind of lock on the key, could get in beside them. Stop every 0.1.0 instance on this ` +
+    `prefix, wait until no "${prefix}{*}:readers" or "${prefix}{*}:permits" key is left (they ` +
+    'expire with their leases), then start this version — or give it another `prefix`.',
   startupFailed: (problem: string) =>
     `Startup check: ${problem} Lock calls fail until this is fixed; set ` +
     "`startupCheck: 'fail'` to stop the application from starting instead.",
