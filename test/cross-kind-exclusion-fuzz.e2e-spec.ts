@@ -7,9 +7,8 @@
  *
  * A mutex holder is a writer: nobody — no other mutex holder, no reader, no permit holder — may
  * be inside while it is. Readers share with readers and permits with permits (checked too, to show
- * the locked run did run its processes side by side). Whether readers and permit holders exclude
- * each other has its own `it`: one layout where every kind on a name lives in one Redis key makes
- * them exclude each other. The control run takes no lock at all and must see every pair overlap,
+ * the locked run did run its processes side by side). Readers and permit holders exclude each
+ * other too: every kind on a name holds one Redis key. The control run takes no lock at all and must see every pair overlap,
  * so each check above can fail.
  */
 import { killAllWorkers, spawnWorker, type Worker } from './support/processes';
@@ -89,12 +88,7 @@ describe(`one lock name taken as a mutex, a read share and a permit (${SETUP})`,
     expect(locked).toMatchObject({ 'mutex-reader': 0 });
   });
 
-  // Not yet: a semaphore is a lock of its own today, under names apart from the mutex's on the
-  // same key (docs/semaphores.md), and these two record the overlaps that follows (67 and 22 of
-  // 240 entries in one run). They pin the next step of the one-key layout, which puts a
-  // semaphore's permits under the lock key too; jest reports them the day they pass, and
-  // `.failing` goes then.
-  it.failing('never lets a permit holder in while a mutex holder is inside', () => {
+  it('never lets a permit holder in while a mutex holder is inside', () => {
     expect(locked).toMatchObject({ 'mutex-permit': 0 });
   });
 
@@ -103,12 +97,9 @@ describe(`one lock name taken as a mutex, a read share and a permit (${SETUP})`,
     expect(locked['permit-permit']).toBeGreaterThan(0);
   });
 
-  it.failing(
-    'never lets a reader and a permit holder in at once (kinds on one name exclude)',
-    () => {
-      expect(locked).toMatchObject({ 'reader-permit': 0 });
-    },
-  );
+  it('never lets a reader and a permit holder in at once (kinds on one name exclude)', () => {
+    expect(locked).toMatchObject({ 'reader-permit': 0 });
+  });
 });
 
 describe(`the same processes without locks (control, ${SETUP})`, () => {

@@ -180,7 +180,7 @@ describe('a semaphore', () => {
 });
 
 describe('holder records of lapsed holders', () => {
-  it('are dropped with the lapsed share or permit, also after a writer pruned the share', async () => {
+  it('are dropped with the lapsed share or permit, also after a writer was refused by it', async () => {
     const crashed = services.create({ instanceId: 'crashed', ttl: 200 });
     const live = services.create({ instanceId: 'alive', ttl: 5_000 });
     const holders = (key: string, kind: 'readers' | 'permits') =>
@@ -198,15 +198,17 @@ describe('holder records of lapsed holders', () => {
       expect.stringMatching(/ alive$/),
     ]);
     await Promise.all([first.release(), next.release()]);
-    // Pruned by a writer's try (whose script does not name the records: refused by the live
-    // reader, it drops the lapsed share on the way): the next reader's grant drops the record.
+    // A writer's try refused by the live reader reads the set and prunes nothing (it joins no
+    // set, and leaves each kind's set to that kind's own rule): the next reader's grant drops the
+    // lapsed share and its record.
     await crashed.acquire('writer-pruned', { mode: 'read', renew: false });
     const reading = await live.acquire('writer-pruned', { mode: 'read' });
     await sleep(300);
     expect(await live.tryAcquire('writer-pruned', { mode: 'write' })).toBeNull();
-    expect(await redis.zcard(keyOf('writer-pruned'))).toBe(1);
-    expect(await holders('writer-pruned', 'readers')).toHaveLength(2); // control: left behind
+    expect(await redis.zcard(keyOf('writer-pruned'))).toBe(2); // control: left behind
+    expect(await holders('writer-pruned', 'readers')).toHaveLength(2);
     const after = await live.acquire('writer-pruned', { mode: 'read' });
+    expect(await redis.zcard(keyOf('writer-pruned'))).toBe(2);
     expect(await holders('writer-pruned', 'readers')).toHaveLength(2);
     expect((await live.inspect('writer-pruned')).readers?.holders).toEqual([
       holderOf('alive'),
@@ -327,67 +329,54 @@ describe('a forced release', () => {
   });
 });
 
-describe('a key held as a mutex and as a semaphore at once (two locks)', () => {
+describe('a key its permits hold (one name for every kind)', () => {
   it.each(['mutex', 'read'] as const)(
-    'inspect() reads the %s first and every other kind holding the key in `others`',
-    async (first) => {
-      const locks = services.create({ prefix: `${prefix}others-${first}:`, instanceId: 'o' });
-      const lock = await locks.acquire('doc', first === 'read' ? { mode: 'read' } : {});
+    'inspect() reads the semaphore alone, and a %s on the key is busy',
+    async (other) => {
+      const locks = services.create({ prefix: `${prefix}others-${other}:`, instanceId: 'o' });
       const permits = await Promise.all([1, 2, 3].map(() => locks.acquire('doc', { permits: 5 })));
+      expect(await locks.tryAcquire('doc', other === 'read' ? { mode: 'read' } : {})).toBeNull();
       const info = await locks.inspect('doc');
-      expect(info).toMatchObject({ held: true, kind: first === 'read' ? 'read' : 'exclusive' });
-      expect(info.others).toEqual([
-        expect.objectContaining({
-          held: true,
-          kind: 'semaphore',
-          fence: permits[2]!.fence,
-          semaphore: expect.objectContaining({ permits: 5, count: 3 }),
-        }),
-      ]);
-      await Promise.all([lock, ...permits].map((held) => held.release()));
-      // Control: one kind alone has no `others`.
-      const alone = await locks.acquire('doc', { permits: 5 });
-      expect((await locks.inspect('doc')).others).toBeUndefined();
+      expect(info).toMatchObject({
+        held: true,
+        kind: 'semaphore',
+        fence: permits[2]!.fence,
+        semaphore: expect.objectContaining({ permits: 5, count: 3 }),
+      });
+      expect(info.others).toBeUndefined();
+      await Promise.all(permits.map((held) => held.release()));
+      // Control: once the permits are gone, the other kind gets the key.
+      const alone = await locks.acquire('doc', other === 'read' ? { mode: 'read' } : {});
+      expect((await locks.inspect('doc')).kind).toBe(other === 'read' ? 'read' : 'exclusive');
       await alone.release();
     },
   );
 
-  it('reads as the mutex, lists both, and a forced release removes both and reports both', async () => {
+  it('lists it once, and a forced release removes the permits, their limit and records', async () => {
     const locks = services.create({ prefix: `${prefix}both:`, instanceId: 'both', ttl: 900 });
-    const mutex = await locks.acquire('shared-name');
     const permits = await Promise.all(
       [1, 2, 3].map(() => locks.acquire('shared-name', { permits: 4 })),
     );
-    expect(await locks.inspect('shared-name')).toMatchObject({ kind: 'exclusive' });
     const listed = await listAll(locks);
-    expect(listed.map((lock) => [lock.key, lock.kind]).sort()).toEqual([
-      ['shared-name', 'exclusive'],
-      ['shared-name', 'semaphore'],
-    ]);
+    expect(listed.map((lock) => [lock.key, lock.kind])).toEqual([['shared-name', 'semaphore']]);
     // One permit's grant wrote no record (as by an older version): counted, not listed.
     await redis.hdel(`${prefix}both:{shared-name}:permits:holders`, permits[0]!.token);
     await quietly(async () => {
+      const permit = {
+        fence: permits[2]!.fence,
+        count: 3,
+        holders: [holderOf('both'), holderOf('both')],
+      };
       expect(await locks.evict('shared-name')).toEqual({
-        kind: 'exclusive',
-        fence: mutex.fence,
-        count: 1,
-        holder: { instanceId: 'both', since: expect.any(Number) },
-        removed: {
-          exclusive: {
-            fence: mutex.fence,
-            count: 1,
-            holders: [{ instanceId: 'both', since: expect.any(Number) }],
-          },
-          semaphore: {
-            fence: permits[2]!.fence,
-            count: 3,
-            holders: [holderOf('both'), holderOf('both')],
-          },
-        },
+        kind: 'semaphore',
+        ...permit,
+        removed: { semaphore: permit },
       });
+      const name = `${prefix}both:{shared-name}`;
+      expect(await redis.exists(name, `${name}:permits:limit`, `${name}:permits:holders`)).toBe(0);
       expect(await locks.isLocked('shared-name')).toBe(false);
       expect(await listAll(locks)).toEqual([]);
-      await waitFor(() => [mutex, ...permits].every((held) => held.signal.aborted), 2_000, 10);
+      await waitFor(() => permits.every((held) => held.signal.aborted), 2_000, 10);
     });
   });
 });
@@ -406,11 +395,12 @@ describe('isLocked', () => {
     for (const key of ['lapsing-mutex', 'lapsing-read', 'lapsing-permit']) await agrees(key, true);
     // The sets outlive the lapsed entries, as when a longer lease on them was released since.
     await redis.pexpire(keyOf('lapsing-read'), 5_000);
-    await redis.pexpire(`${keyOf('lapsing-permit')}:permits`, 5_000);
+    await redis.pexpire(keyOf('lapsing-permit'), 5_000);
+    await redis.pexpire(`${keyOf('lapsing-permit')}:permits:limit`, 5_000); // it follows the set
     await sleep(300);
     // Control: the lapsed share and permit are still in their sets; only liveness says free.
     expect(await redis.zcard(keyOf('lapsing-read'))).toBe(1);
-    expect(await redis.zcard(`${keyOf('lapsing-permit')}:permits`)).toBe(1);
+    expect(await redis.zcard(keyOf('lapsing-permit'))).toBe(1);
     for (const key of ['lapsing-mutex', 'lapsing-read', 'lapsing-permit']) await agrees(key, false);
   });
 });
@@ -424,7 +414,7 @@ describe('isLocked cost', () => {
       undefined,
       'x',
     );
-    const permits = new LockRedisKeys(`${keyOf('crowded')}:permits`, {
+    const permits = new LockRedisKeys(keyOf('crowded'), {
       type: 'semaphore',
       permits: 50,
     });
@@ -434,7 +424,7 @@ describe('isLocked cost', () => {
       try {
         expect(await backend.isLocked(permits)).toBe(true);
         expect(evalsha).toHaveBeenCalledTimes(1);
-        expect(evalsha.mock.calls[0]![1]).toBe(2); // numkeys (the inspect script: 13)
+        expect(evalsha.mock.calls[0]![1]).toBe(2); // numkeys (the inspect script: 12)
         expect(await evalsha.mock.results[0]!.value).toBe(1); // not one entry per holder
       } finally {
         evalsha.mockRestore();

@@ -85,11 +85,12 @@ describe('on one Redis', () => {
     // Renewed for more than two leases: the holder records follow their sets.
     await sleep(ttl * 2);
     const ttlsOf = (names: string[]) => Promise.all(names.map((name) => redis.pttl(name)));
-    const [readersTtl, readerHoldersTtl, permitsTtl, permitHoldersTtl] = await ttlsOf([
+    const [readersTtl, readerHoldersTtl, permitsTtl, permitHoldersTtl, limitTtl] = await ttlsOf([
       `${kindsPrefix}{doc}`,
       `${kindsPrefix}{doc}:readers:holders`,
-      `${kindsPrefix}{pool}:permits`,
+      `${kindsPrefix}{pool}`, // the permits hold the lock's own name
       `${kindsPrefix}{pool}:permits:holders`,
+      `${kindsPrefix}{pool}:permits:limit`,
     ]);
     await fairHeld.release(); // handed to the queued call
     const handedOver = await queued;
@@ -106,6 +107,7 @@ describe('on one Redis', () => {
     const pairs: [set: number, records: number][] = [
       [readersTtl!, readerHoldersTtl!],
       [permitsTtl!, permitHoldersTtl!],
+      [permitsTtl!, limitTtl!], // the limit, which tells permits from readers, follows the set
     ];
     for (const [set, records] of pairs) {
       expect(records).toBeGreaterThan(0);

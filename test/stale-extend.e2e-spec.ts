@@ -68,7 +68,7 @@ describe('extend() by a holder whose lock was deleted and retaken', () => {
 
   it("a permit: rejects with LockLostError (not-owner), leaves the new holder's lease and the permits' TTL", async () => {
     const [old, other] = [services.create(), services.create()];
-    const permits = `${keyOf('permit')}:permits`;
+    const permits = keyOf('permit'); // the permits hold the lock's own name
     const options = { permits: 2, renew: false } as const;
     const stale = await old.acquire('permit', { ...options, ttl: STALE_TTL });
     expect(await redis.del(permits)).toBe(1); // behind its back

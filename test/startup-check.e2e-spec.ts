@@ -167,6 +167,32 @@ describe('keys of the 0.1.0 layout under the prefix', () => {
       await admin.del(legacy, `${prefix}{report:8}`);
     }
   });
+
+  it("refuses to start while a 0.1.0 semaphore's permits exist beside their lock key, not for this version's companions", async () => {
+    const legacy = `${prefix}{export:3}:permits`;
+    // Control: this version's semaphore keys (the permits under the lock name, a string limit,
+    // a hash of records, a fair queue under {key}:permits:*) and unrelated keys named like the
+    // old set but of another type boot.
+    const current = `${prefix}{export:4}`;
+    await admin.zadd(current, Date.now() + 60_000, 'a permit');
+    await admin.set(`${current}:permits:limit`, '2');
+    await admin.hset(`${current}:permits:holders`, 'a permit', '0 x');
+    await admin.zadd(`${current}:permits:queue`, 1, 'a waiter');
+    await admin.set(`${prefix}{export:5}:permits`, 'an application string');
+    const companions = ['limit', 'holders', 'queue'].map((name) => `${current}:permits:${name}`);
+    try {
+      expect((await boot({ redis: server.url })).error).toBeUndefined();
+      await admin.zadd(legacy, Date.now() + 60_000, 'a 0.1.0 permit');
+      const { error, app } = await boot({ redis: server.url });
+      expect(app).toBeUndefined();
+      expect(error).toBeInstanceOf(RedisLockConfigError);
+      expect((error as Error).message).toContain(legacy);
+      expect((error as Error).message).toMatch(/permits of a semaphore/);
+      expect((error as Error).message).toMatch(/Stop every 0\.1\.0 instance/);
+    } finally {
+      await admin.del(legacy, current, ...companions, `${prefix}{export:5}:permits`);
+    }
+  });
 });
 
 describe('Redlock', () => {

@@ -113,7 +113,7 @@ export interface LockBackend {
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage>;
   /**
    * A key under `prefix` in an earlier version's layout that this one cannot exclude (see
-   * `findLegacyReaders`), or undefined. Absent: the store never had such keys.
+   * `findLegacyShareSet`), or undefined. Absent: the store never had such keys.
    */
   findLegacyKey?(prefix: string): Promise<string | undefined>;
   createPubSub(): ReleasePubSub;

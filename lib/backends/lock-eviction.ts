@@ -35,8 +35,7 @@ export interface EvictedKinds {
 
 /**
  * What `LockService.evict(key)` removed. A forced release removes every holder of every kind named
- * by the key (a mutex and a semaphore on one key are two locks; both go): `removed` reports each
- * kind. The top-level fields report the first of them, as `inspect` would have read the key (the
+ * by the key (one kind holds a key: kinds on one key exclude each other): `removed` reports it. The top-level fields report the first of them, as `inspect` would have read the key (the
  * first of exclusive, read, semaphore that was held).
  */
 export interface EvictedLock {

@@ -55,9 +55,9 @@ export interface SemaphoreInfo {
  * - `'exclusive'` (a mutex, or a read-write lock's writer): `holder`, and in fair mode `waiters`;
  * - `'read'`: `readers`, and in fair mode the writers queued as `waiters`;
  * - `'semaphore'`: `semaphore`, and in fair mode `waiters` for a permit.
- * `ttlMs` and `fence` are present for every kind while held. A key that holds two kinds at once
- * (a mutex or a read lock and a semaphore on one key are two locks) reads as the first of
- * exclusive, read, semaphore, and the others come in `others`; `list()` lists each.
+ * `ttlMs` and `fence` are present for every kind while held. Kinds on one key exclude each other
+ * (they hold its one name), so one kind holds a key; a reading that found several would come as
+ * the first of exclusive, read, semaphore with the others in `others`.
  */
 export interface LockInfo {
   /** Whether anyone holds the lock now, in any way (`isLocked` answers the same). */

@@ -45,23 +45,31 @@ export async function scanLockNames(
 }
 
 /**
- * A read lock's readers in the key layout of 0.1.0, which kept them beside the lock key as
- * `<prefix>{<key>}:readers`: the first such name found under `prefix` (every primary of a
- * Cluster, SCAN to the end), or undefined. This version keeps readers under the lock key itself
- * and would not see those — a writer would get in beside them — so the startup check refuses to
- * start while one exists.
+ * The names under which 0.1.0 kept the shares of a lock beside its key, as sorted sets: a read
+ * lock's readers and a semaphore's permits. This version keeps both under the lock key itself.
  */
-export async function findLegacyReaders(
+const LEGACY_SHARE_SETS = ['}:readers', '}:permits'];
+
+/**
+ * A lock's shares in the key layout of 0.1.0 (see `LEGACY_SHARE_SETS`): the first such sorted set
+ * found under `prefix` (every primary of a Cluster, SCAN to the end), or undefined. This version
+ * would not see those — a writer, or another kind, would get in beside them — so the startup
+ * check refuses to start while one exists. This version's own names there (`:readers:holders`,
+ * `:permits:limit` and the like) end otherwise, and a key of another type is not a share set.
+ */
+export async function findLegacyShareSet(
   client: RedisClient,
   prefix: string,
 ): Promise<string | undefined> {
   const keyPrefix = String(client.options.keyPrefix ?? '');
-  const pattern = `${escapeGlob(keyPrefix + prefix)}{*}:readers`;
+  // One pass for both names (they share the ending `s`); SCAN's TYPE leaves out all but sets.
+  const pattern = `${escapeGlob(keyPrefix + prefix)}{*}:*s`;
   for (const node of await scanNodes(client)) {
     let scan = '0';
     do {
-      const [next, found] = await node.scan(scan, 'MATCH', pattern, 'COUNT', 1_000);
-      if (found[0] !== undefined) return found[0].slice(keyPrefix.length);
+      const [next, found] = await node.scan(scan, 'MATCH', pattern, 'COUNT', 1_000, 'TYPE', 'zset');
+      const legacy = found.find((name) => LEGACY_SHARE_SETS.some((end) => name.endsWith(end)));
+      if (legacy !== undefined) return legacy.slice(keyPrefix.length);
       scan = next;
     } while (scan !== '0');
   }

@@ -1,27 +1,23 @@
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireAllReply } from './lock-backend';
 import type { MemoryKeyspace } from './memory-keyspace';
-import type { MemoryReadLeases } from '../kinds/read/memory-read';
 
 /** Multi-key locks in memory, for `MemoryLockBackend`: the all-or-nothing grant of several. */
 export class MemoryAcquireAll {
-  constructor(
-    private readonly keys: MemoryKeyspace,
-    /** Read-write locks: a lock its readers hold is busy. */
-    private readonly shared: MemoryReadLeases,
-  ) {}
+  constructor(private readonly keys: MemoryKeyspace) {}
 
   /**
    * All or none, as the script does: the first busy lock — held by another token, or by live
-   * readers — and the ms until it may free mean nothing written.
+   * readers or permits — and the ms until it may free mean nothing written.
    */
   acquire(keys: readonly LockRedisKeys[], tokens: readonly string[], ttl: number): AcquireAllReply {
     const now = this.keys.now();
     const busyFor = (k: LockRedisKeys, token: string | undefined): number | undefined => {
       const holder = this.keys.lease(k);
       if (holder !== undefined && holder.token !== token) return this.keys.pttlOf(holder);
-      const readersUntil = this.shared.readersUntil(k);
-      return readersUntil === undefined ? undefined : Math.max(0, readersUntil - now);
+      // Readers or a semaphore's permits hold the name.
+      const sharesUntil = this.keys.sharesUntil(k.lock);
+      return sharesUntil === undefined ? undefined : Math.max(0, sharesUntil - now);
     };
     for (const [i, k] of keys.entries()) {
       const retryAfterMs = busyFor(k, tokens[i]);

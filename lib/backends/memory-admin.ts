@@ -1,4 +1,4 @@
-import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
+import { kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
 import { type RawLockInfo } from './lock-info';
 import { evictedOf, type EvictedLock } from './lock-eviction';
 import type { MemoryFairPermits } from '../kinds/semaphore/memory-fair-permits';
@@ -21,7 +21,7 @@ export interface MemoryKinds {
  * removed, as the force-release script removes them. Each is one command's body.
  */
 export function inspectKinds(kinds: MemoryKinds, keys: LockRedisKeys): RawLockInfo {
-  const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));
+  const { exclusive, semaphore } = kindKeysOf(keys.lock);
   return {
     ...rawInfoOf(kinds.space, exclusive),
     readers: kinds.shared.readersRaw(exclusive),
@@ -38,7 +38,7 @@ export function inspectKinds(kinds: MemoryKinds, keys: LockRedisKeys): RawLockIn
  */
 export function evictKinds(kinds: MemoryKinds, keys: LockRedisKeys): EvictedLock | null {
   const { space } = kinds;
-  const { exclusive, semaphore } = kindKeysOf(baseLockOf(keys));
+  const { exclusive, semaphore } = kindKeysOf(keys.lock);
   const lease = space.lease(exclusive);
   if (lease) {
     space.deleteLease(exclusive);

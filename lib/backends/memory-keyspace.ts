@@ -36,11 +36,36 @@ export class MemoryKeyspace {
   private readonly locks = new Map<string, Lease>();
   private readonly counters = new Map<string, Counter>();
   private readonly queues = new Map<string, Queue>();
+  /**
+   * The kinds whose holders are sets of shares under a lock's name (readers, permits), each
+   * saying until when (this clock) its shares hold a name: the other kinds refuse it meanwhile,
+   * as the scripts refuse a name whose key is another kind's sorted set.
+   */
+  private readonly shareSets = new Map<string, (name: string) => number | undefined>();
 
   constructor(
     readonly now: () => number,
     private readonly fenceRetention: number,
   ) {}
+
+  /** Registers a kind whose holders are shares under lock names (see `sharesUntil`). */
+  holdsShares(kind: string, until: (name: string) => number | undefined): void {
+    this.shareSets.set(kind, until);
+  }
+
+  /**
+   * Until when (this clock) the shares of a kind other than `except` hold lock `name`, or
+   * undefined when none does. A share counts through the ms its lease ends in, whichever kind
+   * (lock-type.lua reads another kind's set so, cutting no holder of either short).
+   */
+  sharesUntil(name: string, except?: string): number | undefined {
+    for (const [kind, until] of this.shareSets) {
+      if (kind === except) continue;
+      const end = until(name);
+      if (end !== undefined) return end;
+    }
+    return undefined;
+  }
 
   lease(keys: LockRedisKeys): Lease | undefined {
     return this.live(this.locks, keys.lock);

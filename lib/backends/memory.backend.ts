@@ -97,7 +97,7 @@ export class MemoryLockBackend implements FairLockBackend {
     this.shared = new MemoryReadLeases(this.keys, this.hub, id);
     const command = <T>(body: () => T) => this.command(body);
     const exclusive = new MemoryExclusiveLeases(this.keys, this.shared, this.hub);
-    const fair = new MemoryFairQueue(this.keys, this.shared, this.hub, id);
+    const fair = new MemoryFairQueue(this.keys, this.hub, id);
     const leader = new MemoryLeaderLeases(exclusive, this.keys, this.hub);
     this.leaders = { inspect: (keys) => this.command(() => leader.inspect(keys)) };
     this.leases = {
@@ -106,7 +106,7 @@ export class MemoryLockBackend implements FairLockBackend {
       semaphore: twinLeases(command, this.permits, this.fairPermits),
       leader: twinLeases(command, leader, fair), // fair mode: the mutex's queue, on its names
     };
-    this.allOrNone = new MemoryAcquireAll(this.keys, this.shared);
+    this.allOrNone = new MemoryAcquireAll(this.keys);
   }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): Promise<number> {
@@ -167,12 +167,13 @@ export class MemoryLockBackend implements FairLockBackend {
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage> {
     return this.command(() => {
       const start = Number(cursor ?? 0);
-      const held = [
+      // One name per lock, whichever kind holds it (the inspection reads which).
+      const held = new Set([
         ...this.keys.lockNames(),
         ...this.shared.readerNames(),
         ...this.permits.names(),
-      ];
-      const all = held.filter((name) => name.startsWith(`${prefix}{`)).sort();
+      ]);
+      const all = [...held].filter((name) => name.startsWith(`${prefix}{`)).sort();
       const names = all.slice(start, start + count);
       const next = start + names.length;
       return next < all.length ? { names, cursor: String(next) } : { names };

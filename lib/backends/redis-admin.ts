@@ -1,4 +1,4 @@
-import { baseLockOf, kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
+import { kindKeysOf, type LockRedisKeys } from '../keys/lock-keys';
 import { forceReleaseScript } from '../lua/force-release.script';
 import { inspectScript } from '../lua/inspect.script';
 import { isLockedScript } from '../lua/is-locked.script';
@@ -22,7 +22,7 @@ export class RedisAdmin {
 
   /** Reads every kind of lock on the key in one atomic step; writes nothing. */
   async inspect(keys: LockRedisKeys): Promise<RawLockInfo> {
-    const { exclusive: lock, semaphore } = kindKeysOf(baseLockOf(keys));
+    const { exclusive: lock, semaphore } = kindKeysOf(keys.lock);
     const reply = await inspectScript.run(
       this.client,
       [
@@ -33,7 +33,6 @@ export class RedisAdmin {
         lock.waiterIds,
         lock.readerHolders,
         lock.writersWaiting,
-        semaphore.lock,
         semaphore.permitLimit,
         semaphore.fence,
         semaphore.permitHolders,
@@ -58,16 +57,16 @@ export class RedisAdmin {
 
   /**
    * Whether any kind is held, as `inspect` reads it held, from one light script: the lock, and a
-   * count of live readers and permits (no records, no queues).
+   * count of the live readers or permits under it (no records, no queues).
    */
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
-    const { exclusive: lock, semaphore } = kindKeysOf(baseLockOf(keys));
-    return (await isLockedScript.run(this.client, [lock.lock, semaphore.lock], [])) === 1;
+    const { exclusive: lock } = kindKeysOf(keys.lock);
+    return (await isLockedScript.run(this.client, [lock.lock, lock.permitLimit], [])) === 1;
   }
 
   /** Removes every holder of every kind on the key; what it removed, or null when nothing. */
   async evict(keys: LockRedisKeys): Promise<EvictedLock | null> {
-    const { exclusive: lock, semaphore } = kindKeysOf(baseLockOf(keys));
+    const { exclusive: lock, semaphore } = kindKeysOf(keys.lock);
     const { publish, channel } = this.publishing();
     const [deleted, fence, holder, readers, permits, permitFence] = await forceReleaseScript.run(
       this.client,
@@ -76,12 +75,11 @@ export class RedisAdmin {
         lock.fence,
         lock.holder,
         lock.readerHolders,
-        semaphore.lock,
         semaphore.permitLimit,
         semaphore.fence,
         semaphore.permitHolders,
       ],
-      [publish, channel(lock.channel), channel(semaphore.channel)],
+      [publish, channel(lock.channel)],
     );
     return evictedOf({ deleted: deleted === 1, fence, holder, readers, permits, permitFence });
   }

@@ -30,7 +30,7 @@ import type {
 import type { RawLockInfo } from './lock-info';
 import type { EvictedLock } from './lock-eviction';
 import { RedisAdmin } from './redis-admin';
-import { findLegacyReaders, scanLockNames, type LockNamesPage } from './lock-scan';
+import { findLegacyShareSet, scanLockNames, type LockNamesPage } from './lock-scan';
 import { RedisPermits } from '../kinds/semaphore/redis-permits';
 import { RedisLeaderLeases } from '../kinds/leader/redis-leader';
 import { RedisExclusiveLeases } from '../kinds/exclusive/redis-exclusive';
@@ -195,7 +195,7 @@ export class RedisBackend implements FairLockBackend {
   }
 
   findLegacyKey(prefix: string): Promise<string | undefined> {
-    return findLegacyReaders(this.connection.client, prefix);
+    return findLegacyShareSet(this.connection.client, prefix);
   }
 
   /** Held in any way: what `inspectRaw` reads as held, by a lighter script. */

@@ -39,8 +39,7 @@ export class LockInspection {
   /**
    * One page of the held locks under the prefix, of every kind: SCAN (every primary of a Cluster)
    * for the names the suffix table calls locks, then one inspection per lock found, in parallel,
-   * read as the kind its name says (a mutex and a semaphore on one key are listed apart); a lock
-   * freed in between is left out.
+   * read as the kind that holds it (one per key); a lock freed in between is left out.
    */
   async list(cursor: string | undefined, count: number): Promise<LockListPage> {
     const { prefix } = this;

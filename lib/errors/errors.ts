@@ -140,17 +140,19 @@ export class LockServiceClosedError extends RedisLockError {}
 export class LockReentryError extends RedisLockError {}
 
 /**
- * A call chain holding a read lock asked for the write lock of the same key (nested `withLock` or
- * `@Locked`, or `acquire`/`tryAcquire` called inside the read). The
- * writer would wait for every reader, this chain's own read included — a wait for itself — so the
- * call is refused at once. Take the write lock in the outer call instead.
+ * A call chain holding a lock asked for the same key as a kind of lock that waits for the one it
+ * holds (nested `withLock` or `@Locked`, or `acquire`/`tryAcquire` called inside it): the write
+ * lock inside a read, or a semaphore's permit inside a mutex, write or read lock — or any of
+ * those inside a permit. Kinds on one name exclude each other, so the call would wait for its
+ * own chain; it is refused at once. Take one kind for the whole chain in the outer call instead.
  */
 export class LockUpgradeError extends RedisLockError {
   constructor(
     /** The lock key as the caller named it (without prefix). */
     readonly key: string,
+    message: string = readWriteMessages.upgrade(key),
   ) {
-    super(readWriteMessages.upgrade(key));
+    super(message);
   }
 }
 

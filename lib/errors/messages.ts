@@ -95,11 +95,12 @@ export const messages = {
     `Startup check: ${problem} Starting anyway: the nodes answer, and vote once restartGrace ` +
     'has passed; until then lock calls may be refused.',
   legacyLayout: (name: string, prefix: string) =>
-    `Startup check: found "${name}", the readers of a read lock in the key layout of ` +
-    `nestjs-redis-lock 0.1.0, under the prefix "${prefix}". This version keeps readers under the ` +
-    'lock key itself and would not see these: a writer could get in beside them. Stop every ' +
-    `0.1.0 instance on this prefix, wait until no "${prefix}{*}:readers" key is left (they expire ` +
-    'with their leases), then start this version — or give it another `prefix`.',
+    `Startup check: found "${name}", the ${name.endsWith(':permits') ? 'permits of a semaphore' : 'readers of a read lock'} ` +
+    `in the key layout of nestjs-redis-lock 0.1.0, under the prefix "${prefix}". This version ` +
+    'keeps readers and permits under the lock key itself and would not see these: a writer, or ' +
+    `another kind of lock on the key, could get in beside them. Stop every 0.1.0 instance on this ` +
+    `prefix, wait until no "${prefix}{*}:readers" or "${prefix}{*}:permits" key is left (they ` +
+    'expire with their leases), then start this version — or give it another `prefix`.',
   startupFailed: (problem: string) =>
     `Startup check: ${problem} Lock calls fail until this is fixed; set ` +
     "`startupCheck: 'fail'` to stop the application from starting instead.",
@@ -393,6 +394,11 @@ export const semaphoreMessages = {
     `A call nested in a holder of semaphore "${key}" (permits: ${held}) asks for permits: ` +
     `${asked}. A nested call re-uses the permit its caller holds, so it must name the same ` +
     '`permits`: pass the same number, or `reentrant: false` to wait for a permit of its own.',
+  nestedKindChange: (key: string, held: string, asked: string) =>
+    `Lock "${key}" is held by this call chain as ${held}, and a call nested in it asks for it as ` +
+    `${asked}. Every kind of lock on one name excludes the others, so the nested call would wait ` +
+    'for its own chain: take one kind of lock on the name for the whole chain (the one the outer ' +
+    'call takes, or the outer call takes the inner one instead), or lock another key inside.',
   notWithReadWrite: (option: string) =>
     `\`permits\` and \`${option}\` do not go together: that is an option of read-write locks, and ` +
     'a semaphore has no readers or writers (its permits are all alike). Drop it for a semaphore ' +

@@ -68,6 +68,29 @@ describe('lockRedisKeys', () => {
   });
 });
 
+describe("a semaphore's names", () => {
+  it("keeps the permits under the lock name, its companions apart from the mutex's", () => {
+    const mutex = lockRedisKeys('lock:', 'job');
+    const semaphore = lockRedisKeys('lock:', 'job', { type: 'semaphore', permits: 2 });
+    expect(semaphore.lock).toBe('lock:{job}');
+    expect(semaphore.channel).toBe(mutex.channel);
+    expect([
+      semaphore.fence,
+      semaphore.queue,
+      semaphore.permitLimit,
+      semaphore.permitHolders,
+    ]).toEqual([
+      'lock:{job}:permits:fence',
+      'lock:{job}:permits:queue',
+      'lock:{job}:permits:limit',
+      'lock:{job}:permits:holders',
+    ]);
+    // Every kind names the limit where the semaphore keeps it: it tells permits from readers.
+    expect(mutex.permitLimit).toBe(semaphore.permitLimit);
+    expect(mutex.fence).toBe('lock:{job}:fence');
+  });
+});
+
 describe('lockKeyPattern and userKeyOf', () => {
   it.each(['plain', 'a:b', '{braced}', '}closing', '{}', 'x}y{z', 'with space'])(
     'recover the key %p from its lock name',
@@ -95,20 +118,22 @@ describe('lockKeyPattern and userKeyOf', () => {
         keys.readerHolders,
         keys.permitHolders,
         keys.writersWaiting,
-        `${keys.lock}:limit`,
+        keys.permitLimit,
       ]);
       const locks = named.flatMap((name) => {
         const found = lockNameOf(name);
         return found ? [[name, found.kinds, userKeyOf('lock:', found.base)]] : [];
       });
+      // One name holds every kind: the semaphore's is the mutex's (its companions differ).
+      expect(semaphore.lock).toBe(base);
       expect(locks).toEqual([
-        [base, ['exclusive', 'read'], key],
-        [semaphore.lock, ['semaphore'], key],
+        [base, ['exclusive', 'read', 'semaphore'], key],
+        [base, ['exclusive', 'read', 'semaphore'], key],
       ]);
     },
   );
 
   it('escapes glob characters of the prefix', () => {
-    expect(lockKeyPattern('a*b?[c]\\:')).toBe('a\\*b\\?\\[c\\]\\\\:{*[}s]');
+    expect(lockKeyPattern('a*b?[c]\\:')).toBe('a\\*b\\?\\[c\\]\\\\:{*}');
   });
 });

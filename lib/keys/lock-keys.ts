@@ -19,51 +19,67 @@ export const LEADER_SUFFIX = ':leader';
 
 /**
  * The name each kind of lock keeps its holders under, as a suffix after `<prefix>{<key>}`: the
- * one table the key naming, the listing's SCAN and the inspection scripts read. A mutex (or a
- * writer) and a read lock's readers share the lock's own name — its type says which holds it: a
- * string, or the readers' sorted set — so they exclude each other by the one key. Only these
- * names end in `}` or in one of these suffixes; every other name of a lock (fence, queue, holder
- * records) ends otherwise, so a listing never mistakes one for a lock.
+ * one table the key naming, the listing's SCAN and the inspection scripts read. Every kind holds
+ * the lock's own name — its type says which: a string for a mutex (or a writer), a sorted set for
+ * a read lock's readers or a semaphore's permits, told apart by the permits' limit key beside
+ * them (see `permitLimit`) — so kinds on one name exclude each other by the one key. Only these
+ * names end in `}`; every other name of a lock (fence, queue, holder records, limit) ends
+ * otherwise, so a listing never mistakes one for a lock.
  */
 export const LOCK_NAME_SUFFIXES: Readonly<Record<LockKind, string>> = Object.freeze({
   exclusive: '',
   read: '',
-  semaphore: ':permits',
+  semaphore: '',
 });
+
+/**
+ * What a semaphore's companion names (fence counter, limit, holder records, fair queue) add to
+ * the lock's name: apart from the mutex's on the same key, which has a fence and queue of its own.
+ */
+export const PERMIT_NAMES = ':permits';
 
 /** The kinds in the order inspection reports them when one key holds several (see inspect). */
 export const LOCK_KINDS: readonly LockKind[] = ['exclusive', 'read', 'semaphore'];
 
 /** The Redis names of one lock, all in one hash slot (the user key is the hash tag). */
 export class LockRedisKeys {
-  /** Pub/sub channel a release publishes on, to wake waiters at once. */
+  /**
+   * Pub/sub channel a release publishes on, to wake waiters at once: one per lock name, shared by
+   * every kind, so a release of any kind wakes the waiters of every kind.
+   */
   readonly channel: string;
+  /**
+   * What the kind's own companion names start with: the lock's name, or for a semaphore the
+   * lock's name and `PERMIT_NAMES` (its fence counter and fair queue are its own).
+   */
+  private readonly names: string;
 
   constructor(
     /**
-     * The lease: `SET <lock> <token> NX PX <ttl>` for an exclusive lock; the name a semaphore's
-     * or a read lock's leases are kept under (its other names add a suffix to it).
+     * The lease: `SET <lock> <token> NX PX <ttl>` for an exclusive lock; the sorted set a read
+     * lock's readers or a semaphore's permits hold (its other names add a suffix to it).
      */
     readonly lock: string,
     /** What a lease on these keys grants; the backend runs that kind's scripts. */
     readonly kind: LeaseKind = EXCLUSIVE,
   ) {
     this.channel = `${lock}:released`;
+    this.names = kind.type === 'semaphore' ? `${lock}${PERMIT_NAMES}` : lock;
   }
 
   /** The fence counter, `INCR`ed on every grant; outlives the lock by `fenceRetention`. */
   get fence(): string {
-    return `${this.lock}:fence`;
+    return `${this.names}:fence`;
   }
 
   /** Fair mode: the waiters in arrival order (ZSET). */
   get queue(): string {
-    return `${this.lock}:queue`;
+    return `${this.names}:queue`;
   }
 
   /** Fair mode: the waiters' entries (HASH). */
   get waiters(): string {
-    return `${this.lock}:waiters`;
+    return `${this.names}:waiters`;
   }
 
   /**
@@ -72,12 +88,12 @@ export class LockRedisKeys {
    * deleted with it. A plain grant writes none: its token names its holder (`newHolderToken`).
    */
   get holder(): string {
-    return `${this.lock}:holder`;
+    return `${this.names}:holder`;
   }
 
   /** Fair mode: each queued waiter's instance id (HASH token → id), so a hand-off names it. */
   get waiterIds(): string {
-    return `${this.lock}:waiter-ids`;
+    return `${this.names}:waiter-ids`;
   }
 
   /**
@@ -91,16 +107,22 @@ export class LockRedisKeys {
   }
 
   /**
-   * Semaphores (`lock` is the permits' name): who holds each permit, for inspection only (HASH
-   * token → `"<since ms> <instance id>"`), kept as `readerHolders` is beside the readers.
+   * Semaphores: who holds each permit, for inspection only (HASH token → `"<since ms> <instance
+   * id>"`), kept as `readerHolders` is beside the readers.
    */
   get permitHolders(): string {
-    return `${this.lock}:holders`;
+    return `${this.lock}${PERMIT_NAMES}:holders`;
   }
 
-  /** Semaphores (`lock` is the permits' name): the limit N every holder named, beside them. */
+  /**
+   * Semaphores: the limit N every holder named (STRING). It is what tells a semaphore's permits
+   * from a read lock's readers under the lock's name (both sorted sets): it exists exactly while
+   * the permits do — written with every grant, given their PEXPIRE, deleted with the last permit
+   * — and a reader that starts a new set of readers deletes one left over. Every kind's scripts
+   * name it, so each can tell who holds the key.
+   */
   get permitLimit(): string {
-    return `${this.lock}:limit`;
+    return `${this.lock}${PERMIT_NAMES}:limit`;
   }
 
   /**
@@ -114,13 +136,12 @@ export class LockRedisKeys {
 
 /**
  * The SCAN pattern of the names under `prefix` that may be locks (glob characters in the prefix
- * escaped): ending in `}` (a mutex, a writer or readers) or in `s` (`:permits`), so the server already
- * leaves out fence counters, queues and the mutex's holder record — the fence counters, which
- * outlive their locks by `fenceRetention`, are most of the keys. `lockNameOf` tells which of the
- * rest are locks (one pattern cannot end in several suffixes).
+ * escaped): ending in `}` (a mutex, a writer, readers or permits), so the server already leaves
+ * out fence counters, queues, limits and holder records — the fence counters, which outlive their
+ * locks by `fenceRetention`, are most of the keys.
  */
 export function lockKeyPattern(prefix: string): string {
-  return `${escapeGlob(prefix)}{*[}s]`;
+  return `${escapeGlob(prefix)}{*}`;
 }
 
 /** `text` as a literal in a SCAN MATCH pattern: its glob characters escaped. */
@@ -130,9 +151,11 @@ export function escapeGlob(text: string): string {
 
 /**
  * Which locks `name` (found by `lockKeyPattern`) may hold, by the suffix table: the kinds whose
- * name it is (the inspection's reading tells which of them holds it), and the name of its
- * exclusive lock `<prefix>{<key>}`; undefined for a lock's other names (fence, queue, holder
- * records). A user key may itself contain `}:permits`: its lock name still ends in `}`.
+ * name it is — every kind, as one name holds them all — and the name of its lock
+ * `<prefix>{<key>}`; undefined for a lock's other names (fence, queue, limit, holder records).
+ * Which kind holds it is the inspection's to read, from the key's type and the permits' limit
+ * key beside it (see `permitLimit`). A user key may itself contain `}:permits`: its lock name
+ * still ends in `}`.
  */
 export function lockNameOf(name: string): { kinds: LockKind[]; base: string } | undefined {
   for (const suffix of new Set(Object.values(LOCK_NAME_SUFFIXES))) {
@@ -144,25 +167,17 @@ export function lockNameOf(name: string): { kinds: LockKind[]; base: string } | 
 }
 
 /**
- * The keys of every kind of lock on the user key whose exclusive lock is `base` (`<prefix>{<key>}`):
- * one hash tag, so one script reaches them all. The semaphore's limit is unknown here: 0.
+ * The keys of every kind of lock on the user key whose lock is `base` (`<prefix>{<key>}`): one
+ * name, and one hash tag, so one script reaches them all. The semaphore's limit is unknown here:
+ * 0.
  */
 export function kindKeysOf(base: string): Record<LockKind, LockRedisKeys> {
   const exclusive = new LockRedisKeys(base);
   return {
     exclusive,
     read: new LockRedisKeys(base, { type: 'read' }),
-    semaphore: new LockRedisKeys(`${base}${LOCK_NAME_SUFFIXES.semaphore}`, {
-      type: 'semaphore',
-      permits: 0,
-    }),
+    semaphore: new LockRedisKeys(base, { type: 'semaphore', permits: 0 }),
   };
-}
-
-/** The exclusive lock name of the user key `keys` names (of any kind): `<prefix>{<key>}`. */
-export function baseLockOf(keys: LockRedisKeys): string {
-  const suffix = LOCK_NAME_SUFFIXES.semaphore;
-  return keys.kind.type === 'semaphore' ? keys.lock.slice(0, -suffix.length) : keys.lock;
 }
 
 /** The user key of lock key `name` under `prefix` (the inverse of `lockRedisKeys`). */
@@ -185,12 +200,9 @@ export function lockRedisKeys(
   const lock = `${prefix}{${hashTagSafe(key)}}`;
   // A role's leadership has names of its own too, in the slot of the key named like the role.
   if (kind.type === 'leader') return new LockRedisKeys(`${lock}${LEADER_SUFFIX}`, kind);
-  // A semaphore lives under names of its own: a mutex and a semaphore on one key are two locks,
-  // and re-entrancy (which keys holds by `lock`) never mistakes one for the other.
-  return new LockRedisKeys(
-    kind.type === 'semaphore' ? `${lock}${LOCK_NAME_SUFFIXES.semaphore}` : lock,
-    kind,
-  );
+  // Every kind of lock holds the one name: they exclude each other (re-entrancy, which keeps
+  // holds by `lock`, refuses a nested call of another kind on a name the chain holds).
+  return new LockRedisKeys(lock, kind);
 }
 
 /**

@@ -1,4 +1,7 @@
 import { LockUpgradeError } from '../errors/errors';
+import { semaphoreMessages } from '../errors/messages';
+import type { LeaseKind } from '../keys/lease-kind';
+import { leaseKindOf } from '../options/permits-option';
 import type { WithLockOptions } from '../options/lock-call-options';
 import { assertHoldBounds, assertMaxHold } from '../options/resolve-options';
 import { monotonicElapsed } from '../util/clock';
@@ -36,9 +39,10 @@ export function joinHeld(
 
 /**
  * Refuses (`LockUpgradeError`) a write of any of `key`'s locks asked for under a read of the same
- * key by the running call chain, as `joinHeld` does: for `acquire` and `tryAcquire`, which join
- * nothing, but would wait for the chain's own read all the same — and meanwhile, as a waiting
- * writer, hold back every other reader. A bad key is left to the acquire to refuse.
+ * key by the running call chain, or a kind of lock that excludes the one the chain holds there
+ * (see `refuseUpgrade`), as `joinHeld` does: for `acquire` and `tryAcquire`, which join nothing,
+ * but would wait for the chain's own lock all the same — and meanwhile, as a waiting writer, hold
+ * back every other reader. A bad key is left to the acquire to refuse.
  */
 export function assertNoUpgrade(
   locks: ServiceLockSource,
@@ -46,7 +50,7 @@ export function assertNoUpgrade(
   options: { permits?: number; mode?: string },
 ): void {
   const frame = lockContext.getStore();
-  if (!frame || options.mode === 'read' || !namesLocks(key, locks.options.maxKeyLength)) return;
+  if (!frame || !namesLocks(key, locks.options.maxKeyLength)) return;
   for (const one of isKeyList(key) ? key : [key]) {
     const hold = runningHold(locks, one, options, frame);
     if (hold) refuseUpgrade(hold, one, options);
@@ -64,11 +68,30 @@ function runningHold(
   return hold && hold.lock.owner === locks.engine && hold.active ? hold : undefined;
 }
 
-/** A write under a read of the same chain would wait for itself: refused at once, re-entrant or not. */
-function refuseUpgrade(hold: Hold, key: string, options: { mode?: string }): void {
-  if (hold.lock.redisKeys.kind?.type === 'read' && options.mode !== 'read') {
-    throw new LockUpgradeError(key);
+/**
+ * A call that would wait for its own chain's hold of the name is refused at once, re-entrant or
+ * not: a write under a read, and — every kind of lock holding the one name — a permit under any
+ * other kind, or any other kind under a permit. A read under a write joins the write, as before.
+ */
+function refuseUpgrade(
+  hold: Hold,
+  key: string,
+  options: { permits?: number; mode?: string },
+): void {
+  const held = hold.lock.redisKeys.kind?.type ?? 'exclusive';
+  const asked = leaseKindOf(options)?.type ?? 'exclusive';
+  if (held === 'read' && asked === 'exclusive') throw new LockUpgradeError(key);
+  if ((held === 'semaphore') !== (asked === 'semaphore')) {
+    const message = semaphoreMessages.nestedKindChange(key, kindName(held), kindName(asked));
+    throw new LockUpgradeError(key, message);
   }
+}
+
+/** A kind of lock as the refusal names it. */
+function kindName(kind: LeaseKind['type']): string {
+  if (kind === 'semaphore') return 'a permit of a semaphore';
+  if (kind === 'read') return 'a read lock';
+  return 'a mutex (or write lock)';
 }
 
 /**

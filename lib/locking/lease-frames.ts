@@ -6,9 +6,10 @@ import type { Hold } from './holds';
 import { isKeyList, type LockSource, type LockTarget } from './lock-source';
 
 /**
- * The name a call chain's frame keeps the hold of `key` under, for the kind of lease the call
- * asks for: a semaphore's names differ from the mutex's on the same key, so a permit call never
- * joins a held mutex (nor the reverse) — they are two locks. Validates `permits` on the way.
+ * The name a call chain's frame keeps the hold of `key` under: the lock's one name, whatever the
+ * kind of lease the call asks for — every kind holds it, so a nested call of another kind finds
+ * the chain's hold there and is refused (`LockUpgradeError`, see join-held) rather than joining
+ * it or waiting for it. Validates `permits` on the way.
  */
 export function frameKeyOf(
   locks: LockSource,

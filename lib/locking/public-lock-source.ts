@@ -1,5 +1,4 @@
 import type { LockHandle } from '../engine/lock-handle';
-import type { LeaseKind } from '../keys/lease-kind';
 import type { AcquireOptions } from '../options/lock-call-options';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
@@ -65,12 +64,10 @@ export function lockSourceFor(source: object): ServiceLockSource {
 function adapt(double: PublicLockSource): ServiceLockSource {
   // Apart from every other source's in a call chain's frame (`\0` starts no lock key).
   const namespace = `\0double${++doublesSeen}:`;
-  // A semaphore's holds apart from the mutex's on the same key, as the engine keeps them: its
-  // names end the namespace with `\0` where a mutex's have `:`, so no key of one names the other.
+  // One name per key whatever the kind, as the engine keeps them: a nested call of another kind
+  // finds the chain's hold and is refused, as it is against the real service.
   const engine = {
-    keysOf: (key: string, kind?: LeaseKind) => ({
-      lock: kind?.type === 'semaphore' ? `${namespace.slice(0, -1)}\0${key}` : namespace + key,
-    }),
+    keysOf: (key: string) => ({ lock: namespace + key }),
   };
   const adapter: ServiceLockSource = {
     options: { ...DEFAULT_OPTIONS, ...optionsOf(double) },

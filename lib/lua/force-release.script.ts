@@ -2,6 +2,7 @@ import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 import { nowMsLua } from './permit.lua';
 import type { PublishCommand } from './lua-script';
+import { shareTypeLua } from './lock-type.lua';
 import { readShareHoldersLua } from './share-holders.lua';
 
 /**
@@ -11,12 +12,12 @@ import { readShareHoldersLua } from './share-holders.lua';
  * increasing; queues stay, so fair waiters keep their order. Every holder learns of it at its
  * next renewal (its signal aborts). Waiters wake as a release would wake them: '1' for the lock,
  * a wake-all for the readers' (a writer waiting for them, readers queued behind it), one '1' per
- * permit removed on the semaphore's channel.
- * Keys: the lock (a writer's string, or the readers' sorted set), its fence counter, its holder
- * record, the readers' holder records; the permits, their limit, their fence counter, their
- * holder records.
- * Args: the publish command, the lock's release channel, the semaphore's (no KEY: see
- * release.script).
+ * permit removed — all on the lock's one channel, which every kind's waiters listen on. A
+ * semaphore's limit and holder records go with its permits.
+ * Keys: the lock (a writer's string, or the readers' or the permits' sorted set), its fence
+ * counter, its holder record, the readers' holder records; the permits' limit, their fence
+ * counter, their holder records.
+ * Args: the publish command, the lock's release channel (no KEY: see release.script).
  * Returns {1 when the lock was deleted else 0, fence counter, "<since> <instance id>" of its
  * holder or false, readers removed, permits removed, permit fence counter}: readers and permits
  * as flat lists of ms left and holder record (false when none), as inspectScript reads them.
@@ -27,12 +28,11 @@ export const forceReleaseScript = new LuaScript<
     fenceKey: string,
     holderKey: string,
     readerHoldersKey: string,
-    permitsKey: string,
     limitKey: string,
     permitFenceKey: string,
     permitHoldersKey: string,
   ],
-  readonly [publish: PublishCommand, channel: string, permitChannel: string],
+  readonly [publish: PublishCommand, channel: string],
   [
     deleted: 0 | 1,
     fence: number,
@@ -45,16 +45,27 @@ export const forceReleaseScript = new LuaScript<
   'force-release',
   `
 local lockKey, fenceKey, holderKey, readerHoldersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local permitsKey, limitKey, permitFenceKey, permitHoldersKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local publish, channel, permitChannel = ARGV[1], ARGV[2], ARGV[3]
+local limitKey, permitFenceKey, permitHoldersKey = KEYS[5], KEYS[6], KEYS[7]
+local publish, channel = ARGV[1], ARGV[2]
 ${nowMsLua}
 local token = redis.pcall('GET', lockKey)
 if type(token) ~= 'string' then token = false end
 ${readHolderLua('holderKey', 'token')}
--- What is removed, read first: the live readers and permits, with their records.
-${readShareHoldersLua('lockKey', 'readerHoldersKey', 'readers', false)}${readShareHoldersLua('permitsKey', 'permitHoldersKey', 'permits', true)}
+-- What is removed, read first: the live readers or permits (their limit says which), with
+-- their records.
+${shareTypeLua('lockKey', 'limitKey')}
+local readers, permits = {}, {}
+if lockType == 'permits' then
+${readShareHoldersLua('lockKey', 'permitHoldersKey', 'found', true)}  permits = found
+else
+${readShareHoldersLua('lockKey', 'readerHoldersKey', 'found', false)}  readers = found
+end
 local deleted = 0
-if redis.call('TYPE', lockKey)['ok'] == 'zset' then
+if lockType == 'permits' then
+  -- The permits' set (its lapsed permits too); one wake-up per permit removed.
+  redis.call('DEL', lockKey)
+  for _ = 1, #permits / 2 do redis.call(publish, channel, '1') end
+elseif lockType == 'zset' then
   -- The readers' set (its lapsed shares too).
   redis.call('DEL', lockKey)
   if #readers > 0 then redis.call(publish, channel, 'wake-all:force-release') end
@@ -63,9 +74,7 @@ elseif redis.call('DEL', lockKey) == 1 then
   redis.call('DEL', holderKey)
   redis.call(publish, channel, '1')
 end
-redis.call('DEL', readerHoldersKey)
-redis.call('DEL', permitsKey, limitKey, permitHoldersKey)
-for _ = 1, #permits / 2 do redis.call(publish, permitChannel, '1') end
+redis.call('DEL', readerHoldersKey, limitKey, permitHoldersKey)
 return {
   deleted,
   tonumber(redis.pcall('GET', fenceKey)) or 0,

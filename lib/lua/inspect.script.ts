@@ -1,18 +1,20 @@
 import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 import { nowMsLua } from './permit.lua';
+import { shareTypeLua } from './lock-type.lua';
 import { readShareHoldersLua } from './share-holders.lua';
 
 /**
  * Reads every kind of lock on one key for inspection, in one atomic step (their keys share the
  * hash tag): the exclusive lock (who holds it, how long it still runs, its fence, and in fair
  * mode who queues), a read lock's live readers and the writers waiting for them, and the
- * semaphore's live permits, limit, fence and fair queue. Writes nothing; a foreign value of
- * another type under a name of ours reads as "not held", not an error.
+ * semaphore's live permits, limit, fence and fair queue. One kind at most holds the lock's name:
+ * its type says which (a string, or a sorted set of readers — of permits when their limit is
+ * beside it). Writes nothing; a foreign value of another type under a name of ours reads as "not
+ * held", not an error.
  * Keys: the lock, its fence counter, its holder record, the queue, the waiters' instance ids (as
- * in fairAcquireScript); the readers' holder records, the writers waiting; the permits,
- * their limit, their fence counter, their holder records, their queue, their waiters' instance
- * ids.
+ * in fairAcquireScript); the readers' holder records, the writers waiting; the permits' limit,
+ * their fence counter, their holder records, their queue, their waiters' instance ids.
  * Returns {token or false, pttl, fence counter, "<since> <instance id>" of the current grant's
  * holder record or false, waiters, readers, writers waiting, limit, permit fence counter,
  * permits, permit waiters}: the token stays inside the backend (Redlock compares it across
@@ -29,7 +31,6 @@ export const inspectScript = new LuaScript<
     waiterIdsKey: string,
     readerHoldersKey: string,
     writersWaitingKey: string,
-    permitsKey: string,
     limitKey: string,
     permitFenceKey: string,
     permitHoldersKey: string,
@@ -55,8 +56,8 @@ export const inspectScript = new LuaScript<
   `
 local lockKey, fenceKey, holderKey, queueKey, waiterIdsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local readerHoldersKey, writersWaitingKey = KEYS[6], KEYS[7]
-local permitsKey, limitKey, permitFenceKey, permitHoldersKey = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
-local permitQueueKey, permitWaiterIdsKey = KEYS[12], KEYS[13]
+local limitKey, permitFenceKey, permitHoldersKey = KEYS[8], KEYS[9], KEYS[10]
+local permitQueueKey, permitWaiterIdsKey = KEYS[11], KEYS[12]
 ${nowMsLua}
 local token = redis.pcall('GET', lockKey)
 if type(token) ~= 'string' then token = false end
@@ -75,9 +76,16 @@ local function queued(queue, ids)
   end
   return waiters
 end
--- A reader's share lapses in the ms its lease ends; a permit lives through it. The readers hold
--- the lock key itself, as a sorted set: a string there (a writer) reads as no readers.
-${readShareHoldersLua('lockKey', 'readerHoldersKey', 'readers', false)}${readShareHoldersLua('permitsKey', 'permitHoldersKey', 'permits', true)}
+-- A reader's share lapses in the ms its lease ends; a permit lives through it. Readers and
+-- permits hold the lock key itself, as a sorted set, the permits with their limit beside it: a
+-- string there (a writer) reads as neither.
+${shareTypeLua('lockKey', 'limitKey')}
+local readers, permits = {}, {}
+if lockType == 'permits' then
+${readShareHoldersLua('lockKey', 'permitHoldersKey', 'found', true)}  permits = found
+else
+${readShareHoldersLua('lockKey', 'readerHoldersKey', 'found', false)}  readers = found
+end
 local writersWaiting = redis.pcall('ZCOUNT', writersWaitingKey, '(' .. string.format('%d', now), '+inf')
 if type(writersWaiting) ~= 'number' then writersWaiting = 0 end
 return {
@@ -88,7 +96,7 @@ return {
   queued(queueKey, waiterIdsKey),
   readers,
   writersWaiting,
-  tonumber(redis.pcall('GET', limitKey)) or 0,
+  lockType == 'permits' and tonumber(redis.pcall('GET', limitKey)) or 0,
   tonumber(redis.pcall('GET', permitFenceKey)) or 0,
   permits,
   queued(permitQueueKey, permitWaiterIdsKey),

@@ -37,8 +37,8 @@ export interface AcquireOptions {
   /**
    * Makes the lock a semaphore: up to `permits` holders of the key at once, each with its own
    * permit (token, lease, renewal). Every holder of the key must name the same number (else
-   * `SemaphoreLimitConflictError`). A semaphore is a lock of its own, apart from the mutex on
-   * the same key. In fair mode (module option `fair`) its waiters are served in arrival order.
+   * `SemaphoreLimitConflictError`). A mutex, a read lock and a semaphore on one key exclude each
+   * other (each answers the others busy; nested in one another, `LockUpgradeError`). In fair mode (module option `fair`) its waiters are served in arrival order.
    * A semaphore has no readers or writers: `mode` and `writerPriority` beside it are refused
    * (`RedisLockConfigError`). Absent: the plain mutex. See docs/semaphores.md.
    */
@@ -115,8 +115,8 @@ export interface LockedOptions {
   /**
    * Makes the lock a semaphore: up to `permits` holders of the key at once, each with its own
    * permit (token, lease, renewal). Every holder of the key must name the same number (else
-   * `SemaphoreLimitConflictError`). A semaphore is a lock of its own, apart from the mutex on
-   * the same key. In fair mode (module option `fair`) its waiters are served in arrival order.
+   * `SemaphoreLimitConflictError`). A mutex, a read lock and a semaphore on one key exclude each
+   * other (each answers the others busy; nested in one another, `LockUpgradeError`). In fair mode (module option `fair`) its waiters are served in arrival order.
    * A semaphore has no readers or writers: `mode` and `writerPriority` beside it are refused
    * (`RedisLockConfigError`). Absent: the plain mutex. See docs/semaphores.md.
    */

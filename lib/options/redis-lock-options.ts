@@ -184,9 +184,9 @@ export interface RedisLockModuleOptions {
    * stops the bootstrap with that error, after `startupRetries` while Redis is out of reach, as
    * production apps expect of their data stores; `'warn'` logs the cause and the app starts (lock
    * calls then fail with it at once); `'off'` skips the check (no line, no Redis call at
-   * startup). It also refuses a prefix where a read lock of version 0.1.0 is held (its readers'
-   * key, found by SCAN), which this version could not exclude. `new LockService()` outside Nest
-   * runs no check.
+   * startup). It also refuses a prefix where a read lock or a semaphore of version 0.1.0 is held
+   * (its readers' or permits' key beside the lock key, found by SCAN), which this version could
+   * not exclude. `new LockService()` outside Nest runs no check.
    * @default 'fail'
    */
   startupCheck?: StartupCheckMode;

@@ -169,7 +169,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
 
   /**
    * {@link forceRelease} that resolves what it removed, or null when nobody held it. It takes no
-   * kind: a mutex and a semaphore on one key are two locks, and both go. `removed` reports each
+   * kind: whichever holds the key goes (kinds on one key exclude each other). `removed` reports the
    * kind removed (`exclusive`, `read`, `semaphore`: its fence, how many held it, who); the
    * top-level `kind`, `fence`, `count` and `holder` (a mutex) or `holders` (readers, permits)
    * repeat the first of them, as {@link inspect} would have read the key.
@@ -202,7 +202,7 @@ export class LockService implements LockSource, BeforeApplicationShutdown, OnApp
   /**
    * One page of the locks held under the prefix, of every kind (SCAN; every primary of a
    * Cluster), about `count` (default 100) of them, each as {@link inspect} reads it for its kind
-   * (a mutex and a semaphore on one key are two entries). Pass the page's `cursor` back for the
+   * (one entry per key: kinds on one key exclude each other). Pass the page's `cursor` back for the
    * next page; none means done. A lock held throughout is listed; one taken or freed meanwhile
    * may or may not be.
    *

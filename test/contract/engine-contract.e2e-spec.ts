@@ -309,6 +309,64 @@ describe.each(backends)('engine contract on $name', (backend) => {
     await Promise.all([b, c].map((lock) => lock.release()));
   });
 
+  const KIND_OPTIONS = {
+    mutex: {},
+    read: { mode: 'read' },
+    permit: { permits: 2 },
+  } as const;
+  type KindName = keyof typeof KIND_OPTIONS;
+  const KIND_NAMES = Object.keys(KIND_OPTIONS) as KindName[];
+  const kindPairs = KIND_NAMES.flatMap((held) =>
+    KIND_NAMES.filter((other) => other !== held).map((other): [KindName, KindName] => [
+      held,
+      other,
+    ]),
+  );
+
+  it.each(kindPairs)(
+    'one name: a %s holder keeps a %s out (busy, with the lease left), then lets it in',
+    async (held, other) => {
+      const [service, another] = pair({ ttl: 5_000 });
+      const holder = await service.acquire(key, KIND_OPTIONS[held]);
+      expect(await another.tryAcquire(key, KIND_OPTIONS[other])).toBeNull();
+      const error: unknown = await another
+        .acquire(key, { ...KIND_OPTIONS[other], wait: 100 })
+        .catch((refused: unknown) => refused);
+      expect(error).toBeInstanceOf(LockNotAcquiredError);
+      const { retryAfterMs } = error as LockNotAcquiredError;
+      // The holder's lease left — for a writer, the third of its waiting entry within which it
+      // tries again (writer priority) — never a spin.
+      expect(retryAfterMs).toBeGreaterThan(1_000);
+      expect(retryAfterMs).toBeLessThanOrEqual(5_000);
+      expect((await another.inspect(key)).kind).toBe(
+        held === 'mutex' ? 'exclusive' : held === 'read' ? 'read' : 'semaphore',
+      );
+      // A release of one kind wakes a waiter of the other at once (one channel per name).
+      const waiting = another.acquire(key, { ...KIND_OPTIONS[other], wait: 4_000 });
+      await sleep(100);
+      const releasedAt = now();
+      expect(await holder.release()).toBe(true);
+      const next = await waiting;
+      expect(now() - releasedAt).toBeLessThan(1_000);
+      await next.release();
+    },
+  );
+
+  it('one name in fair mode: permits queue behind a mutex, and the mutex behind permits', async () => {
+    const [service, another] = pair({ fair: true, ttl: 5_000 });
+    const mutex = await service.acquire(key);
+    expect(await another.tryAcquire(key, { permits: 2 })).toBeNull();
+    const permit = another.acquire(key, { permits: 2, wait: 4_000 });
+    await sleep(100);
+    await mutex.release();
+    const granted = await permit;
+    expect(await service.tryAcquire(key)).toBeNull();
+    const waiting = service.acquire(key, { wait: 4_000 });
+    await sleep(100);
+    await granted.release();
+    await (await waiting).release();
+  });
+
   it('onBusy: a busy @Locked method skips (resolves undefined) or throws, without running', async () => {
     const app = await jobs();
     const holder = await app.locks.acquire('job');

@@ -113,7 +113,14 @@ describe('acquireScript', () => {
     const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
     await readAcquireScript.run(
       redis.client,
-      [readers.lock, readers.writersWaiting, readers.queue, readers.fence, readers.readerHolders],
+      [
+        readers.lock,
+        readers.writersWaiting,
+        readers.queue,
+        readers.fence,
+        readers.readerHolders,
+        readers.permitLimit,
+      ],
       [token(), 500, RETENTION, INSTANCE],
     );
     const busy = (await acquire(token())) as number;
@@ -138,7 +145,14 @@ describe('acquireScript', () => {
     const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
     await readAcquireScript.run(
       redis.client,
-      [readers.lock, readers.writersWaiting, readers.queue, readers.fence, readers.readerHolders],
+      [
+        readers.lock,
+        readers.writersWaiting,
+        readers.queue,
+        readers.fence,
+        readers.readerHolders,
+        readers.permitLimit,
+      ],
       [token(), 1_500, RETENTION, INSTANCE],
     );
     const entryMs = 900;
@@ -189,7 +203,14 @@ describe('releaseScript', () => {
     await redis.client.del(keys.lock); // our lease ended
     await readAcquireScript.run(
       redis.client,
-      [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+      [
+        keys.lock,
+        keys.writersWaiting,
+        keys.queue,
+        keys.fence,
+        keys.readerHolders,
+        keys.permitLimit,
+      ],
       [token(), LEASE, RETENTION, INSTANCE],
     );
     expect(await release(own)).toBe(0);

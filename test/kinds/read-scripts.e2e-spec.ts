@@ -30,7 +30,7 @@ const token = (): string => randomBytes(16).toString('hex');
 const read = (own: string, lease = LEASE, id = INSTANCE) =>
   readAcquireScript.run(
     redis.client,
-    [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+    [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders, keys.permitLimit],
     [own, lease, RETENTION, id],
   );
 

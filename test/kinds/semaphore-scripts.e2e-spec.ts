@@ -2,7 +2,8 @@
  * The semaphore kind's Lua scripts, run directly against a private Redis (as redis-semaphore's
  * `internal.test.ts` runs its own): each reply (grants, busy, limit conflicts), each key written
  * with its value, type and TTL, and each message published, as the scripts' TSDoc states them,
- * in default and fair mode.
+ * in default and fair mode — and against the other kinds that may hold the lock's one name (a
+ * mutex's string, readers' sorted set), which the permits' limit key tells apart from theirs.
  */
 import { randomBytes } from 'node:crypto';
 import { lockRedisKeys, type LockRedisKeys } from '../../lib/keys/lock-keys';
@@ -11,6 +12,9 @@ import { fairPermitReleaseScript } from '../../lib/kinds/semaphore/fair-permit-r
 import { permitAcquireScript } from '../../lib/kinds/semaphore/permit-acquire.script';
 import { permitExtendScript } from '../../lib/kinds/semaphore/permit-extend.script';
 import { permitReleaseScript } from '../../lib/kinds/semaphore/permit-release.script';
+import { acquireScript } from '../../lib/kinds/exclusive/acquire.script';
+import { readAcquireScript } from '../../lib/kinds/read/read-acquire.script';
+import { acquireAllScript } from '../../lib/lua/acquire-all.script';
 import { expectAllExpire, ScriptRedis } from '../support/script-redis';
 import { startRedis, stopAllRedis } from '../support/redis-server';
 import { waitFor } from '../support/time';
@@ -304,6 +308,142 @@ describe('fair mode', () => {
     expect(await redis.client.zscore(keys.queue, waiter)).toBeNull();
     expect(await redis.client.zrange(keys.lock, 0, -1)).toEqual([holder]);
     expect(await redis.published(keys.channel)).toEqual([]);
+  });
+});
+
+/** The lock's name as a mutex or writer takes it, and as a reader does (the same name). */
+const mutexKeys = () => lockRedisKeys(prefix, 'pool');
+const readKeys = () => lockRedisKeys(prefix, 'pool', { type: 'read' });
+const takeMutex = (own: string, lease = LEASE) =>
+  acquireScript.run(redis.client, [keys.lock, mutexKeys().fence], [own, lease, lease + RETENTION]);
+const takeRead = (own: string, lease = LEASE) => {
+  const k = readKeys();
+  return readAcquireScript.run(
+    redis.client,
+    [k.lock, k.writersWaiting, k.queue, k.fence, k.readerHolders, k.permitLimit],
+    [own, lease, RETENTION, INSTANCE],
+  );
+};
+/** Everything under the lock's names but the fence counters, which outlive their holders. */
+const held = async () =>
+  Object.keys(await redis.ttls(prefix)).filter((name) => !name.endsWith(':fence'));
+
+describe('another kind under the lock name', () => {
+  it.each([
+    ['a mutex (a string)', takeMutex],
+    ['readers (a sorted set without the limit)', takeRead],
+  ] as const)('answers busy while %s holds it, writing nothing of its own', async (_, other) => {
+    expect(await other(token(), 1_500)).toBeGreaterThan(0);
+    const before = await held();
+    const busy = (await take(token())) as number;
+    // -(ms until it may be free): the string's PTTL, or the readers' last lease left.
+    expect(busy).toBeLessThanOrEqual(0);
+    expect(-busy).toBeGreaterThan(1_000);
+    expect(-busy).toBeLessThanOrEqual(1_500);
+    const fair = (await fairTake(token(), 2)) as [number, number];
+    expect(fair[0]).toBeLessThan(-1_000); // busy, and queued (its own keys)
+    expect(await redis.client.zcard(keys.queue)).toBe(1);
+    expect(await redis.client.exists(keys.permitLimit, keys.permitHolders)).toBe(0);
+    expect((await held()).filter((name) => !name.includes(':permits:'))).toEqual(before);
+  });
+
+  it('takes the name over from readers whose every lease has ended, deleting their set', async () => {
+    const crashed = token();
+    await takeRead(crashed, 100);
+    await redis.client.pexpire(keys.lock, 5_000); // the set outlives them, as after a release
+    await waitFor(
+      async () =>
+        (await redis.millis()) > Number(await redis.client.zscore(keys.lock, crashed)) + 1,
+    );
+    const own = token();
+    expect(await take(own)).toBeGreaterThan(0);
+    expect(await redis.client.zrange(keys.lock, 0, -1)).toEqual([own]);
+    expect(await redis.client.exists(keys.permitLimit)).toBe(1);
+  });
+
+  it.each(['string', 'readers'] as const)(
+    'answers "not ours" to release and extend on a %s, touching nothing, publishing nothing',
+    async (kind) => {
+      const own = token();
+      if (kind === 'string') await takeMutex(token());
+      else await takeRead(token());
+      const before = await redis.ttls(prefix);
+      expect(await giveBack(own)).toBe(0);
+      expect(await extend(own, LEASE)).toBe(0);
+      expect(await fairGiveBack(own)).toBe(0);
+      expect(Object.keys(await redis.ttls(prefix))).toEqual(Object.keys(before));
+      expect(await redis.client.type(keys.lock)).toBe(kind === 'string' ? 'string' : 'zset');
+      expect(await redis.published(keys.channel)).toEqual([]);
+    },
+  );
+
+  it('is busy for a mutex and for a reader while permits hold it (their limit beside them)', async () => {
+    await take(token(), 2, 1_500);
+    const ends = Number((await redis.client.zrange(keys.lock, -1, -1, 'WITHSCORES'))[1]);
+    const mutexBusy = (await takeMutex(token())) as number;
+    const readBusy = await takeRead(token());
+    const allBusy = await acquireAllScript.run(
+      redis.client,
+      [keys.lock, mutexKeys().fence],
+      [LEASE, RETENTION, token()],
+    );
+    const left = ends - (await redis.millis());
+    for (const busy of [mutexBusy, readBusy, -allBusy[2]!]) {
+      expect(busy).toBeLessThanOrEqual(0);
+      expect(Math.abs(-busy - left)).toBeLessThanOrEqual(50); // the last permit's lease left
+    }
+    expect(allBusy.slice(0, 2)).toEqual([0, 1]);
+    // The permits are read, never pruned by the readers' rule nor joined.
+    expect(await redis.client.zcard(keys.lock)).toBe(1);
+    expect(await redis.client.type(keys.lock)).toBe('zset');
+    // The key's PTTL says the same as the busy replies: the sets' lifetimes follow their leases.
+    expect(Math.abs((await redis.client.pttl(keys.lock)) - left)).toBeLessThanOrEqual(50);
+  });
+});
+
+describe('the limit key: it tells permits from readers', () => {
+  it('lives exactly as long as the permits: the same PEXPIRE on grant, extend and release', async () => {
+    const [a, b] = [token(), token()];
+    await take(a, 2, 5_000);
+    await take(b, 2, 1_000);
+    const same = async () => {
+      const [set, limit] = await Promise.all([
+        redis.client.pttl(keys.lock),
+        redis.client.pttl(keys.permitLimit),
+      ]);
+      expect(set).toBeGreaterThan(0);
+      expect(Math.abs(set - limit)).toBeLessThanOrEqual(5);
+      return set;
+    };
+    expect(await same()).toBeGreaterThan(4_000);
+    await extend(b, 8_000);
+    expect(await same()).toBeGreaterThan(7_000);
+    // The latest lease given back: the set and its limit now live as long as the one left.
+    expect(await giveBack(b)).toBe(1);
+    expect(await same()).toBeLessThanOrEqual(5_000);
+    expect(await giveBack(a)).toBe(1);
+    expect(await redis.client.exists(keys.lock, keys.permitLimit, keys.permitHolders)).toBe(0);
+  });
+
+  it('goes with the last permit in fair mode too, and a forced hand-off keeps it beside the set', async () => {
+    const own = token();
+    await fairTake(own, 1);
+    const next = token();
+    await fairTake(next, 1); // queued
+    expect(await fairGiveBack(own)).toBe(1); // handed to next
+    expect(await redis.client.exists(keys.lock, keys.permitLimit)).toBe(2);
+    expect(await fairGiveBack(next)).toBe(1);
+    expect(await redis.client.exists(keys.lock, keys.permitLimit)).toBe(0);
+  });
+
+  it('is deleted by a reader starting a new set, so permits never join readers', async () => {
+    // A limit left over (its set went in another kind's script): the reader's grant deletes it.
+    await redis.client.set(keys.permitLimit, '2', 'PX', 5_000);
+    expect(await takeRead(token())).toBeGreaterThan(0);
+    expect(await redis.client.exists(keys.permitLimit)).toBe(0);
+    // Control: a permit now sees readers, not permits, and is busy.
+    expect((await take(token())) as number).toBeLessThan(0);
+    expect(await redis.client.zcard(keys.lock)).toBe(1);
   });
 });
 

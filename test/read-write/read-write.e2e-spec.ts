@@ -170,7 +170,14 @@ describe('re-sent commands', () => {
     const grant = () =>
       readAcquireScript.run(
         redis,
-        [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+        [
+          keys.lock,
+          keys.writersWaiting,
+          keys.queue,
+          keys.fence,
+          keys.readerHolders,
+          keys.permitLimit,
+        ],
         ['reader-token', 2_000, 60_000, 'resending-reader'],
       );
     const fence = await grant();
@@ -276,9 +283,12 @@ describe('acquire() and tryAcquire() nested in a read of the same key', () => {
         const reader = await other.tryAcquire('doc:33', { mode: 'read' });
         expect(reader).not.toBeNull();
         await reader!.release();
-        // Control: another read, and the key's semaphore (a lock of its own), are not upgrades.
+        // Control: another read is not refused. A permit on the key is, as another kind of lock
+        // on the one name, with its own message.
         await (await locks.acquire('doc:33', { mode: 'read' })).release();
-        await (await locks.acquire('doc:33', { permits: 2 })).release();
+        const permit = locks.acquire('doc:33', { permits: 2 });
+        await expect(permit).rejects.toBeInstanceOf(LockUpgradeError);
+        await expect(permit).rejects.toThrow(/as a read lock.*as a permit of a semaphore/);
         expect(await locks.isLocked('doc:34')).toBe(false);
       },
       { mode: 'read' },

@@ -91,7 +91,7 @@ describe(`a fair semaphore of ${PERMITS} permits on a Cluster`, () => {
     const fairService = (): LockService => cluster.service({ ttl: 10_000, fair: true });
     const holder = fairService();
     for (const key of await keyPerShard()) {
-      const permits = `${prefix}{${key}}:permits`;
+      const permits = `${prefix}{${key}}:permits`; // the semaphore's companions
       const held = await Promise.all([1, 2].map(() => holder.acquire(key, { permits: PERMITS })));
       const order: number[] = [];
       const waiters: Promise<LockHandle>[] = [];
@@ -113,7 +113,7 @@ describe(`a fair semaphore of ${PERMITS} permits on a Cluster`, () => {
         expect(order).toEqual(Array.from({ length: i + 1 }, (_, n) => n));
       }
       await Promise.all(waiters.slice(1).map(async (lock) => (await lock).release()));
-      expect(await cluster.admin.exists(permits, `${permits}:queue`)).toBe(0);
+      expect(await cluster.admin.exists(`${prefix}{${key}}`, `${permits}:queue`)).toBe(0);
     }
   });
 });

@@ -25,8 +25,9 @@ const redis = redisClient();
 const services = lockServices({ redis: SHARED_REDIS_URL, prefix, fair: true });
 let workers: Worker[] = [];
 
-const permitsKey = (key: string): string => `${prefix}{${key}}:permits`;
-const queueKey = (key: string): string => `${permitsKey(key)}:queue`;
+/** The permits' sorted set: the lock's own name. */
+const permitsKey = (key: string): string => `${prefix}{${key}}`;
+const queueKey = (key: string): string => `${prefix}{${key}}:permits:queue`;
 
 beforeAll(async () => {
   workers = Array.from({ length: PROCESSES }, () =>

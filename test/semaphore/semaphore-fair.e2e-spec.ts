@@ -19,8 +19,11 @@ import { now, sleep, waitFor } from '../support/time';
 
 const PERMITS = 2;
 const { prefix, redis, services } = onSharedRedis('sem-fair');
-const permitsKey = (key: string): string => `${prefix}{${key}}:permits`;
-const queueKey = (key: string): string => `${permitsKey(key)}:queue`;
+/** The permits' sorted set: the lock's own name, which every kind of lock on the key holds. */
+const permitsKey = (key: string): string => `${prefix}{${key}}`;
+/** The semaphore's companion `name` (limit, fence, holders, queue), apart from the mutex's. */
+const permitName = (key: string, name: string): string => `${prefix}{${key}}:permits:${name}`;
+const queueKey = (key: string): string => permitName(key, 'queue');
 const fair = (options: Parameters<typeof services.create>[0] = {}): LockService =>
   services.create({ fair: true, ...options });
 
@@ -192,7 +195,7 @@ describe('wake-up by notification', () => {
     const held = await holdAll('wake', { commandTimeout: 10_000 });
     const { acquired } = await queuedAcquire(fair({ commandTimeout: 10_000 }), 'wake', 0);
     await held[0]!.release();
-    const handedFence = Number(await redis.get(`${permitsKey('wake')}:fence`));
+    const handedFence = Number(await redis.get(permitName('wake', 'fence')));
     const lock = await acquired;
     expect(lock.fence).toBe(handedFence);
     // Renewed at once from the short hand-off lease to its full ttl (30 s).
@@ -313,14 +316,13 @@ describe('the limit and the keys', () => {
     const afterHandOff = await ttls('ttl');
     await Promise.all([lock.release(), held[1]!.release()]);
     const afterRelease = await ttls('ttl');
-    const names = ['', ':limit', ':fence', ':holders', ':queue', ':waiters', ':waiter-ids'].map(
-      (s) => permitsKey('ttl') + s,
-    );
+    const companions = ['limit', 'fence', 'holders', 'queue', 'waiters', 'waiter-ids'];
+    const names = [permitsKey('ttl'), ...companions.map((s) => permitName('ttl', s))];
     expect(Object.keys(whileQueued).sort()).toEqual([...names].sort());
     for (const pttl of Object.values({ ...whileQueued, ...afterHandOff, ...afterRelease })) {
       expect(pttl).toBeGreaterThan(0);
     }
-    expect(Object.keys(afterRelease)).toEqual([`${permitsKey('ttl')}:fence`]);
-    await redis.del(`${permitsKey('ttl')}:fence`);
+    expect(Object.keys(afterRelease)).toEqual([permitName('ttl', 'fence')]);
+    await redis.del(permitName('ttl', 'fence'));
   });
 });

@@ -66,7 +66,7 @@ describe(`@Locked('export:<tenantId>', { permits: ${PERMITS} }) on a route`, () 
     gate.release();
     const answers = await Promise.all([...inFlight, other]);
     expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201]);
-    expect(await redis.exists(`${prefix}{export:acme}:permits`)).toBe(0);
+    expect(await redis.exists(`${prefix}{export:acme}`)).toBe(0);
   });
 
   it('refuses a bad `permits` when the class is defined', () => {

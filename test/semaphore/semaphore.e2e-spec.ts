@@ -7,6 +7,7 @@
 import {
   LockLostError,
   LockNotAcquiredError,
+  LockUpgradeError,
   RedisLockConfigError,
   SemaphoreLimitConflictError,
 } from 'nestjs-redis-lock';
@@ -16,7 +17,10 @@ import { onSharedRedis } from '../support/lock-services';
 import { now, sleep, waitFor } from '../support/time';
 
 const { prefix, redis, services } = onSharedRedis('semaphore');
-const permitsKey = (key: string): string => `${prefix}{${key}}:permits`;
+/** The permits' sorted set: the lock's own name, which every kind of lock on the key holds. */
+const permitsKey = (key: string): string => `${prefix}{${key}}`;
+/** The semaphore's companion `name` (limit, fence, holders, queue), apart from the mutex's. */
+const permitName = (key: string, name: string): string => `${prefix}{${key}}:permits:${name}`;
 
 /** Every key of `key`'s locks and its PTTL (-1: none). */
 async function ttls(key: string): Promise<Record<string, number>> {
@@ -43,7 +47,7 @@ describe('N holders at once', () => {
     const fourth = await locks.tryAcquire('three', { permits: 3 });
     expect(fourth).not.toBeNull();
     await Promise.all([...held.slice(1), fourth!].map((lock) => lock.release()));
-    expect(await redis.exists(permitsKey('three'), `${permitsKey('three')}:limit`)).toBe(0);
+    expect(await redis.exists(permitsKey('three'), permitName('three', 'limit'))).toBe(0);
   });
 
   it('answers busy with the ms until the soonest permit lease ends (LockNotAcquiredError.retryAfterMs)', async () => {
@@ -160,7 +164,7 @@ describe('re-entrancy', () => {
     expect(await redis.exists(permitsKey('nested'))).toBe(0);
   });
 
-  it('takes a second permit with reentrant: false, and treats the mutex on the key as another lock', async () => {
+  it('takes a second permit with reentrant: false, and refuses the mutex on the key inside', async () => {
     const locks = services.create();
     await locks.withLock(
       'two-locks',
@@ -173,10 +177,11 @@ describe('re-entrancy', () => {
           },
           { permits: 2, reentrant: false },
         );
-        await locks.withLock('two-locks', async (mutex) => {
-          expect(mutex.token).not.toBe(outer.token);
-          expect(await redis.get(`${prefix}{two-locks}`)).toBe(mutex.token);
-        });
+        // The mutex on the key would wait for the chain's own permit: refused at once.
+        await expect(locks.withLock('two-locks', () => undefined)).rejects.toBeInstanceOf(
+          LockUpgradeError,
+        );
+        await expect(locks.tryAcquire('two-locks')).rejects.toBeInstanceOf(LockUpgradeError);
       },
       { permits: 2 },
     );
@@ -244,7 +249,10 @@ describe('keys', () => {
     const afterExtend = await ttls('ttl');
     await Promise.all(held.map((lock) => lock.release()));
     const afterRelease = await ttls('ttl');
-    const names = ['', ':limit', ':fence', ':holders'].map((s) => permitsKey('ttl') + s);
+    const names = [
+      permitsKey('ttl'),
+      ...['limit', 'fence', 'holders'].map((s) => permitName('ttl', s)),
+    ];
     expect(Object.keys(whileHeld).sort()).toEqual([...names].sort());
     for (const pttl of Object.values({ ...whileHeld, ...afterExtend, ...afterRelease })) {
       expect(pttl).toBeGreaterThan(0);
@@ -252,10 +260,10 @@ describe('keys', () => {
     // The sorted set follows its latest lease; the counter outlives it by fenceRetention.
     expect(afterExtend[permitsKey('ttl')]).toBeGreaterThan(20_000);
     // The holder records live exactly as long as the set (the same PEXPIRE, the same script).
-    expect(afterExtend[`${permitsKey('ttl')}:holders`]).toBeGreaterThan(20_000);
-    expect(afterExtend[`${permitsKey('ttl')}:fence`]).toBeGreaterThan(30_000);
-    expect(Object.keys(afterRelease)).toEqual([`${permitsKey('ttl')}:fence`]);
-    await redis.del(`${permitsKey('ttl')}:fence`);
+    expect(afterExtend[permitName('ttl', 'holders')]).toBeGreaterThan(20_000);
+    expect(afterExtend[permitName('ttl', 'fence')]).toBeGreaterThan(30_000);
+    expect(Object.keys(afterRelease)).toEqual([permitName('ttl', 'fence')]);
+    await redis.del(permitName('ttl', 'fence'));
   });
 
   it('leaves nothing under the prefix once every permit is released, within ttl + fenceRetention', async () => {

@@ -18,8 +18,8 @@ export function renewedNamesOf(prefix: string, key: string, kind: Kind): string[
   const lock = redisKeyOf(prefix, key);
   if (kind === 'read') return [lock, `${lock}:readers:holders`, `${lock}:fence`];
   if (kind === 'semaphore') {
-    const permits = `${lock}:permits`;
-    return [permits, `${permits}:limit`, `${permits}:fence`, `${permits}:holders`];
+    const permits = `${lock}:permits`; // its companions; the permits are the lock's own name
+    return [lock, `${permits}:limit`, `${permits}:fence`, `${permits}:holders`];
   }
   return [lock, `${lock}:fence`, `${lock}:holder`];
 }

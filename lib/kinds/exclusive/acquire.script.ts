@@ -5,8 +5,9 @@ import { coverLua } from '../../lua/read-fence.lua';
 
 /**
  * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window). The key alone: a
- * mutex, or a read-write lock's writer. Readers hold the same key as a sorted set (see
- * lock-type.lua), so `SET NX` fails while they do, and only then does the script look at them.
+ * mutex, or a read-write lock's writer. Readers and a semaphore's permits hold the same key as a
+ * sorted set (see lock-type.lua), so `SET NX` fails while they do, and only then does the script
+ * look at them (the same way for both: it joins neither).
  * A writer that will wait names itself (`waitId`, one per acquire call): refused because of
  * readers, or already waiting, it enters or refreshes its entry in the writers' waiting set,
  * which holds back new readers until it gets in, leaves, or its entry lapses (`entryMs` after its
@@ -19,7 +20,7 @@ import { coverLua } from '../../lua/read-fence.lua';
  * The uncontended try sends two keys and three args, and runs three commands (a new counter: the
  * clock and a SET instead of the PEXPIRE).
  * Returns the fence (> 0) when granted, or -(ms until another try is worth it) when busy: the
- * holder's PTTL (0 if it expires now), or the last reader's lease left — in a table of its own,
+ * holder's PTTL (0 if it expires now), or the last reader's or permit's lease left — in a table of its own,
  * {-ms}, when the writer is (now) in the waiting set, so the caller knows to leave it if it
  * gives up.
  */
@@ -61,11 +62,11 @@ local granted = grant()
 if granted then return granted end
 ${lockTypeLua('lockKey', 'clockMs()')}
 if lockType == 'none' then
-  -- Only lapsed shares of crashed readers were in the way, and they are gone now.
+  -- Only lapsed shares of crashed readers (or permits) were in the way, and they are gone now.
   granted = grant()
   if granted then return granted end
 elseif lockType == 'zset' then
-  -- Readers hold it: wait for the last live one.
+  -- Readers or permits hold it: wait for the last live one (0: it ends in this ms).
   if waitId ~= '' then return waitAsWriter(clockMs(), sharesLeft) end
   return -sharesLeft
 end

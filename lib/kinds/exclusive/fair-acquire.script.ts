@@ -11,8 +11,9 @@ import { lockTypeLua } from '../../lua/lock-type.lua';
  * hand-off gives it, min(ttl, entry lifetime) — the waiter's own figure, so it knows the lease it
  * was handed whoever releases), the holder record, the waiters' instance ids (HASH token → id, so
  * a hand-off can write its new holder's record; kept apart from the entries, whose format older
- * versions parse). All in one hash slot. A read-write lock's readers hold the lock key itself, as
- * a sorted set (see lock-type.lua): a writer is refused while a live one holds a share.
+ * versions parse). All in one hash slot. A read-write lock's readers and a semaphore's permits
+ * hold the lock key itself, as a sorted set (see lock-type.lua): a writer is refused while a live
+ * one holds a share or a permit.
  * Args: the token (one per acquire call: its place in the queue), the lease in ms, '1' to queue
  * (or stay queued) when busy, the waiter entry lifetime in ms, how long (ms) the fence counter
  * outlives a lease it grants, this process's instance id.
@@ -68,17 +69,18 @@ while true do
   redis.call('HDEL', waitersKey, head)
   redis.call('HDEL', waiterIdsKey, head)
 end
--- Readers of a read-write lock hold it: the head waits for the last live one to leave (which
--- wakes it); new readers meanwhile are refused while this queue exists. Any other type but a
--- string raises WRONGTYPE in the GET, as a foreign value under our name always has.
+-- Readers of a read-write lock or a semaphore's permits hold it: the head waits for the last
+-- live one to leave (which wakes it); new readers meanwhile are refused while this queue exists.
+-- Any other type but a string raises WRONGTYPE in the GET, as a foreign value under our name
+-- always has.
 ${lockTypeLua('lockKey', 'now')}
-local holder, readersLeft = false, sharesLeft
+local holder, shared, sharesLeftMs = false, lockType == 'zset', sharesLeft
 if lockType ~= 'zset' and lockType ~= 'none' then holder = redis.call('GET', lockKey) end
 if holder == token then
   return { tonumber(redis.call('GET', fenceKey)) or 0, redis.call('PTTL', lockKey) }
 end
 local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
-if not holder and readersLeft <= 0 and (not head or head == token) then
+if not holder and not shared and (not head or head == token) then
   redis.call('SET', lockKey, token, 'PX', leaseMs)
   redis.call('ZREM', queueKey, token)
   redis.call('HDEL', waitersKey, token)
@@ -89,8 +91,8 @@ end
 local retry
 if holder then
   retry = redis.call('PTTL', lockKey)
-elseif readersLeft > 0 then
-  retry = readersLeft
+elseif shared then
+  retry = sharesLeftMs
 else
   -- Free, but reserved for the head of the queue: it takes it now, or its entry lapses.
   retry = (tonumber(string.match(redis.call('HGET', waitersKey, head) or '', '^%d+')) or now) - now

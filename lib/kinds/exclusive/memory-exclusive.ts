@@ -7,8 +7,8 @@ import type { MemoryReadLeases } from '../read/memory-read';
 
 /**
  * Exclusive leases in memory, as the exclusive scripts keep them: a mutex, or a read-write lock's
- * writer (refused while readers hold the key; with writer priority, entered among the writers
- * waiting). Each method is one command's body: the memory store runs it atomically.
+ * writer (refused while readers or a semaphore's permits hold the name; with writer priority,
+ * entered among the writers waiting). Each method is one command's body: the memory store runs it atomically.
  */
 export class MemoryExclusiveLeases implements MemoryKindTwin {
   constructor(
@@ -19,9 +19,10 @@ export class MemoryExclusiveLeases implements MemoryKindTwin {
   ) {}
 
   acquire(keys: LockRedisKeys, token: string, ttl: number, how?: AcquireTry): number {
-    const readersUntil = this.shared.readersUntil(keys);
-    if (readersUntil !== undefined) {
-      return this.shared.refused(keys, readersUntil - this.keys.now(), how, true);
+    // Readers or permits hold the name: wait for the last of them, as a writer waits for readers.
+    const sharesUntil = this.keys.sharesUntil(keys.lock);
+    if (sharesUntil !== undefined) {
+      return this.shared.refused(keys, sharesUntil - this.keys.now(), how, true);
     }
     const holder = this.keys.lease(keys);
     if (!holder) {

@@ -3,7 +3,6 @@ import type { LockRedisKeys } from '../../keys/lock-keys';
 import type { FairAcquireReply } from '../../backends/lock-backend';
 import type { MemoryKeyspace } from '../../backends/memory-keyspace';
 import type { MemoryPubSubHub } from '../../backends/memory-pubsub';
-import type { MemoryReadLeases } from '../read/memory-read';
 
 /**
  * Fair mode in memory, for `MemoryLockBackend`, as the fair scripts keep it: the queue of waiters
@@ -13,8 +12,6 @@ import type { MemoryReadLeases } from '../read/memory-read';
 export class MemoryFairQueue implements MemoryFairTwin {
   constructor(
     private readonly keys: MemoryKeyspace,
-    /** Read-write locks: a lock its readers hold is not free for the head of the queue. */
-    private readonly shared: MemoryReadLeases,
     private readonly hub: MemoryPubSubHub,
     /** Written into the holder record of each grant, as the option `instanceId`. */
     private readonly instanceId: string,
@@ -39,9 +36,9 @@ export class MemoryFairQueue implements MemoryFairTwin {
       return { ours: this.keys.fence(keys), pttl: this.keys.pttlOf(holder) };
     }
     const [head, headEntry] = waiting?.waiters.entries().next().value ?? [];
-    // A read-write lock's readers hold it: the head waits for the last one to leave.
-    const readersUntil = this.shared.readersUntil(keys);
-    if (!holder && readersUntil === undefined && (head === undefined || head === token)) {
+    // Readers or a semaphore's permits hold it: the head waits for the last one to leave.
+    const sharesUntil = this.keys.sharesUntil(keys.lock);
+    if (!holder && sharesUntil === undefined && (head === undefined || head === token)) {
       this.keys.setLease(keys, token, ttl, this.instanceId);
       waiting?.waiters.delete(token);
       this.keys.dropQueueIfEmpty(keys);
@@ -50,7 +47,7 @@ export class MemoryFairQueue implements MemoryFairTwin {
     // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
     const retry = holder
       ? this.keys.pttlOf(holder)
-      : (readersUntil ?? headEntry?.expiresAt ?? now) - now;
+      : (sharesUntil ?? headEntry?.expiresAt ?? now) - now;
     if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl, this.instanceId);
     this.keys.dropQueueIfEmpty(keys);
     return { retryAfterMs: Math.max(0, retry), fence: this.keys.fence(keys) };

@@ -15,7 +15,8 @@ interface Deadlines {
 
 /**
  * Read-write locks in the in-memory backend, as the Lua scripts keep them on Redis: the readers'
- * shares (token → lease end), the writers waiting (call id → entry end), each set living as
+ * shares (token → lease end) under the lock's name — refused while a writer or a semaphore's
+ * permits hold it — the writers waiting (call id → entry end), each set living as
  * long as its latest entry. An entry lapses in the millisecond its deadline is reached, as the
  * scripts' `ZREMRANGEBYSCORE -inf now` drops it.
  */
@@ -28,7 +29,9 @@ export class MemoryReadLeases implements MemoryKindTwin {
     private readonly hub: MemoryPubSubHub,
     /** Written as the holder of each share granted. */
     private readonly instanceId: string,
-  ) {}
+  ) {
+    keys.holdsShares('read', (name) => this.until(name));
+  }
 
   /** A reader's try: the fence counter as it stands, or -(ms until worth trying again). */
   acquire(keys: LockRedisKeys, token: string, ttl: number): number {
@@ -37,6 +40,9 @@ export class MemoryReadLeases implements MemoryKindTwin {
     if (!(mine !== undefined && mine > now)) {
       const writer = this.keys.lease(keys);
       if (writer) return -this.keys.pttlOf(writer);
+      // A semaphore's permits hold the name: until the last of them ends (0: in this ms).
+      const permitsUntil = this.keys.sharesUntil(keys.lock, 'read');
+      if (permitsUntil !== undefined) return now - permitsUntil;
       const waiting = this.latest(this.writers, keys.writersWaiting);
       if (waiting !== undefined) return -(waiting - now);
       const queue = this.keys.queue(keys);
@@ -50,9 +56,14 @@ export class MemoryReadLeases implements MemoryKindTwin {
     return this.keys.readFence(keys, ttl);
   }
 
-  /** Until when (keyspace clock) the last live reader's share runs, or undefined when none. */
-  readersUntil(keys: LockRedisKeys): number | undefined {
-    return this.latest(this.readers, keys.lock);
+  /**
+   * Until when (keyspace clock) the readers hold `name` as another kind sees them: the latest
+   * lease end not before now (a share counts through its last ms there), none dropped.
+   */
+  private until(name: string): number | undefined {
+    const ends = [...this.live(this.readers, name).values()];
+    const last = Math.max(...ends);
+    return ends.length > 0 && last >= this.keys.now() ? last : undefined;
   }
 
   /**

@@ -25,7 +25,14 @@ export class RedisReadLeases implements KindLeases {
     const { fenceRetention, instanceId } = this.context;
     return readAcquireScript.run(
       via,
-      [keys.lock, keys.writersWaiting, keys.queue, keys.fence, keys.readerHolders],
+      [
+        keys.lock,
+        keys.writersWaiting,
+        keys.queue,
+        keys.fence,
+        keys.readerHolders,
+        keys.permitLimit,
+      ],
       [token, ttl, fenceRetention, instanceId],
     );
   }

@@ -1,15 +1,16 @@
-import { dropWaiterLua, waitersAheadLua } from './fair-permit.lua';
+import { dropWaiterLua, queueWaiterLua, waitersAheadLua } from './fair-permit.lua';
 import { nextFenceLua } from '../../lua/fence.lua';
 import { LuaScript } from '../../lua/lua-script';
-import { coverLeasesLua, nowMsLua, prunePermitsLua } from '../../lua/permit.lua';
+import { coverLeasesLua, nowMsLua, otherKindLua, prunePermitsLua } from '../../lua/permit.lua';
 import { syncPermitHoldersLua, writeShareHolderLua } from '../../lua/share-holders.lua';
 
 /**
  * Fair mode's try for a permit of a semaphore: first come, first served. A free place goes to a
  * waiter only when fewer live waiters queue ahead of it than there are free places (each keeps
  * one), so a later waiter never takes the place of an earlier one; a release hands freed places
- * to the head of the queue directly (`fairPermitReleaseScript`).
- * Keys: the permits (ZSET token → lease end), the limit, the fence counter, the queue (ZSET token
+ * to the head of the queue directly (`fairPermitReleaseScript`). While another kind holds the
+ * lock's name (see otherKindLua) the try is busy, and queues as for a full semaphore.
+ * Keys: the permits (the lock's name: ZSET token → lease end), the limit, the fence counter, the queue (ZSET token
  * → arrival, µs), the waiters' entries (HASH, see fair-permit.lua), the waiters' instance ids
  * (HASH token → id), the permits' holder records (HASH, see share-holders.lua). All in one hash
  * slot.
@@ -48,7 +49,12 @@ local waiterIdsKey, holdersKey = KEYS[6], KEYS[7]
 local token, leaseMs, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local queueIfBusy, entryLifetimeMs = ARGV[4], tonumber(ARGV[5])
 local fenceRetentionMs, instanceId = tonumber(ARGV[6]), ARGV[7]
-${nowMsLua}${prunePermitsLua('permitsKey')}${syncPermitHoldersLua('permitsKey', 'holdersKey')}
+${nowMsLua}${otherKindLua('permitsKey', 'limitKey')}
+if othersLeft then
+  -- Another kind holds the name: busy, in the queue as for full permits (its release wakes us).
+${queueWaiterLua}  return { -othersLeft, tonumber(redis.call('GET', fenceKey)) or 0 }
+end
+${prunePermitsLua('permitsKey')}${syncPermitHoldersLua('permitsKey', 'holdersKey')}
 local held = redis.call('ZCARD', permitsKey)
 if held > 0 then
   -- Holders that disagree about N would each count against their own limit: refuse instead.
@@ -72,27 +78,13 @@ ${waitersAheadLua}
       retry = tonumber(redis.call('ZRANGE', permitsKey, 0, 0, 'WITHSCORES')[2]) - now
     end
     if soonestLapse and (not retry or soonestLapse - now < retry) then retry = soonestLapse - now end
-    if queueIfBusy == '1' then
-      -- Arrival order: a waiter keeps its place across refreshes (NX); its entry is renewed.
-      redis.call('ZADD', queueKey, 'NX', string.format('%d', clock[1] * 1000000 + clock[2]), token)
-      local entry = string.format('%d %d %d', now + entryLifetimeMs,
-        math.min(leaseMs, entryLifetimeMs), permits)
-      redis.call('HSET', waitersKey, token, entry)
-      redis.call('HSET', waiterIdsKey, token, instanceId)
-      -- The queue outlives no waiter: it goes when the last entry would have lapsed.
-      for _, key in ipairs({ queueKey, waitersKey, waiterIdsKey }) do
-        if redis.call('PTTL', key) < entryLifetimeMs then
-          redis.call('PEXPIRE', key, entryLifetimeMs)
-        end
-      end
-    end
-    return { -math.max(0, retry or 0), tonumber(redis.call('GET', fenceKey)) or 0 }
+${queueWaiterLua}    return { -math.max(0, retry or 0), tonumber(redis.call('GET', fenceKey)) or 0 }
   end
 end
 ${dropWaiterLua('token')}
 redis.call('ZADD', permitsKey, string.format('%d', now + leaseMs), token)
 redis.call('SET', limitKey, string.format('%d', permits))
-${writeShareHolderLua('holdersKey', 'token', 'instanceId', 'clock')}${nextFenceLua('fenceKey', 'leaseMs + fenceRetentionMs')}${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs', 'holdersKey')}
+${writeShareHolderLua('holdersKey', 'token', 'instanceId', 'clock')}${nextFenceLua('fenceKey', 'leaseMs + fenceRetentionMs')}${coverLeasesLua('permitsKey', 'limitKey', 'holdersKey', { key: 'fenceKey', retention: 'fenceRetentionMs' })}
 return fence
 `,
 );

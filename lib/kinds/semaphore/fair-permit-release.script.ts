@@ -2,6 +2,7 @@ import { dropWaiterLua, readEntryLua } from './fair-permit.lua';
 import { nextFenceLua } from '../../lua/fence.lua';
 import { LuaScript } from '../../lua/lua-script';
 import { coverLeasesLua, nowMsLua, prunePermitsLua } from '../../lua/permit.lua';
+import { shareTypeLua } from '../../lua/lock-type.lua';
 import type { PublishCommand } from '../../lua/lua-script';
 import { syncPermitHoldersLua, writeShareHolderLua } from '../../lua/share-holders.lua';
 
@@ -12,7 +13,8 @@ import { syncPermitHoldersLua, writeShareHolderLua } from '../../lua/share-holde
  * the short lease its entry names (at most its entry's lifetime, and no more than is left of it:
  * a waiter that died since its last refresh keeps the place no longer than that), which it renews
  * at once. An entry that lapsed is passed over, and so is one that asked for another limit (its
- * next try is refused).
+ * next try is refused). While another kind holds the lock's name it gives nothing back and hands
+ * nothing on (not ours: answered 0, never WRONGTYPE); a leaving waiter still leaves the queue.
  * Keys: as fairPermitAcquireScript. A hand-off writes its new holder's record from the id the
  * waiter queued with (none when it queued under a version that wrote no id). Args: the token, the publish command, how long (ms) the fence
  * counter outlives the leases, the release channel (no KEY: see release.script).
@@ -39,7 +41,17 @@ local permitsKey, limitKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], K
 local waiterIdsKey, holdersKey = KEYS[6], KEYS[7]
 local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 ${nowMsLua}
-local ends = redis.call('ZSCORE', permitsKey, token)
+-- pcall: a mutex or writer may hold the name (a string) once our permit lapsed.
+local ends = redis.pcall('ZSCORE', permitsKey, token)
+if type(ends) ~= 'string' then
+  ends = false
+${shareTypeLua('permitsKey', 'limitKey')}
+  if lockType ~= 'permits' and lockType ~= 'none' then
+    -- Another kind holds the name: nothing of ours to give back, no place to hand on (its own
+    -- release wakes the queue). A waiter leaving still leaves it.
+${dropWaiterLua('token')}    return 0
+  end
+end
 redis.call('ZREM', permitsKey, token)
 redis.call('HDEL', holdersKey, token)
 ${dropWaiterLua('token')}${prunePermitsLua('permitsKey')}${syncPermitHoldersLua('permitsKey', 'holdersKey')}
@@ -71,10 +83,11 @@ ${nextFenceLua('fenceKey', 'handoff + fenceRetentionMs')}
 end
 if handed > 0 then
   redis.call('SET', limitKey, string.format('%d', limit))
-${coverLeasesLua('permitsKey', 'limitKey', 'fenceKey', 'fenceRetentionMs', 'holdersKey')}
+${coverLeasesLua('permitsKey', 'limitKey', 'holdersKey', { key: 'fenceKey', retention: 'fenceRetentionMs' })}
 elseif held == 0 then
   redis.call('DEL', permitsKey, limitKey, holdersKey)
-end
+else
+${coverLeasesLua('permitsKey', 'limitKey', 'holdersKey')}end
 if not released then return 0 end
 if handed == 0 then redis.call(publish, channel, token) end
 return 1

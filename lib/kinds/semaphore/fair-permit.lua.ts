@@ -46,3 +46,26 @@ while ahead < free do
   end
 end
 `;
+
+/**
+ * Queues `token` (or keeps its place and renews its entry) when the busy try asked to
+ * (`queueIfBusy`): arrival order on Redis' clock, the entry "lapsesAt lease permits", and the
+ * waiter's instance id. Reads `clock`, `now`, `leaseMs`, `permits`, `entryLifetimeMs`,
+ * `instanceId`.
+ */
+export const queueWaiterLua = `
+if queueIfBusy == '1' then
+  -- Arrival order: a waiter keeps its place across refreshes (NX); its entry is renewed.
+  redis.call('ZADD', queueKey, 'NX', string.format('%d', clock[1] * 1000000 + clock[2]), token)
+  local entry = string.format('%d %d %d', now + entryLifetimeMs,
+    math.min(leaseMs, entryLifetimeMs), permits)
+  redis.call('HSET', waitersKey, token, entry)
+  redis.call('HSET', waiterIdsKey, token, instanceId)
+  -- The queue outlives no waiter: it goes when the last entry would have lapsed.
+  for _, key in ipairs({ queueKey, waitersKey, waiterIdsKey }) do
+    if redis.call('PTTL', key) < entryLifetimeMs then
+      redis.call('PEXPIRE', key, entryLifetimeMs)
+    end
+  end
+end
+`;

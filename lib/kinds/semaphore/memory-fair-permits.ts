@@ -44,6 +44,13 @@ export class MemoryFairPermits implements MemoryFairTwin {
     queue: boolean,
     waiterTtl: number,
   ): FairAcquireReply {
+    const others = this.permits.othersLeft(keys);
+    if (others !== undefined) {
+      // Another kind holds the name: busy, queued as for full permits (its release wakes us).
+      if (queue)
+        this.enqueue(keys, token, ttl, waiterTtl, (keys.kind as { permits: number }).permits);
+      return { retryAfterMs: Math.max(0, others), fence: this.space.fence(keys) };
+    }
     const held = this.permits.held(keys); // refuses another limit first
     const { permits } = keys.kind as { permits: number };
     // Already ours (a hand-off, or a re-sent try): granted anew with a fence of its own.
@@ -71,6 +78,8 @@ export class MemoryFairPermits implements MemoryFairTwin {
   release(keys: LockRedisKeys, token: string): boolean {
     const released = this.permits.take(keys, token);
     this.leave(keys, token);
+    // Another kind holds the name: no place to hand on (its own release wakes the queue).
+    if (this.permits.othersLeft(keys) !== undefined) return released;
     const waiting = this.queues.get(keys.lock);
     const now = this.space.now();
     const held = this.permits.live(keys);

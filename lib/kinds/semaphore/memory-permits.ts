@@ -16,7 +16,8 @@ export interface Semaphore {
 const notWholeMs = (): Error => new Error('ERR value is not an integer or out of range');
 
 /**
- * The semaphores of the in-memory backend, with the replies of the permit scripts: a permit lives
+ * The semaphores of the in-memory backend, with the replies of the permit scripts: busy while a
+ * mutex, a writer or readers hold the lock's name (the permits hold it otherwise); a permit lives
  * through the ms its lease ends in and is gone after it; the limit must match while anyone holds
  * the key; the fence counter (shared with the keyspace) outlives the latest lease by the
  * retention; every change is atomic. `publish` sends a release message on a lock's channel.
@@ -29,9 +30,16 @@ export class MemoryPermits implements MemoryKindTwin {
     private readonly publish: (channel: string, message: string) => void,
     /** Written as the holder of each permit this process's own tries are granted. */
     private readonly instanceId: string,
-  ) {}
+  ) {
+    space.holdsShares('semaphore', (name) => {
+      const semaphore = this.liveAt(name);
+      return semaphore && this.latestEnd(semaphore);
+    });
+  }
 
   acquire(keys: LockRedisKeys, token: string, ttl: number): number {
+    const others = this.othersLeft(keys);
+    if (others !== undefined) return -others;
     const held = this.held(keys);
     const { permits } = keys.kind as SemaphoreLease;
     // A re-sent grant keeps its place and gets a fence of its own, as in the Redis script.
@@ -82,6 +90,17 @@ export class MemoryPermits implements MemoryKindTwin {
     const fence = this.space.nextFence(keys, ttl);
     this.space.fenceFollows(keys, this.latestEnd(semaphore));
     return fence;
+  }
+
+  /**
+   * Ms until another kind may leave the lock's name — a mutex's or writer's lease, the readers'
+   * last share — or undefined when none holds it, as the permit scripts read it (otherKindLua).
+   */
+  othersLeft(keys: LockRedisKeys): number | undefined {
+    const lease = this.space.lease(keys);
+    if (lease) return this.space.pttlOf(lease);
+    const readersUntil = this.space.sharesUntil(keys.lock, 'semaphore');
+    return readersUntil === undefined ? undefined : Math.ceil(readersUntil - this.space.now());
   }
 
   /** Ms until the soonest permit lease of `held` ends (0: in this one), as the busy reply says. */
@@ -150,7 +169,11 @@ export class MemoryPermits implements MemoryKindTwin {
 
   /** The live permits of the lock's semaphore (lapsed ones dropped), or undefined when none. */
   live(keys: LockRedisKeys): Semaphore | undefined {
-    const semaphore = this.semaphores.get(keys.lock);
+    return this.liveAt(keys.lock);
+  }
+
+  private liveAt(name: string): Semaphore | undefined {
+    const semaphore = this.semaphores.get(name);
     if (!semaphore) return undefined;
     const now = this.space.now();
     for (const [token, ends] of semaphore.permits) {
@@ -159,7 +182,7 @@ export class MemoryPermits implements MemoryKindTwin {
       semaphore.holders.delete(token);
     }
     if (semaphore.permits.size > 0) return semaphore;
-    this.semaphores.delete(keys.lock);
+    this.semaphores.delete(name);
     return undefined;
   }
 
