@@ -20,6 +20,7 @@ import {
 } from 'nestjs-redis-lock';
 import { freePort } from './support/free-port';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
+import { closeAllProxies, startTcpProxy } from './support/tcp-proxy';
 import { now } from './support/time';
 import { uniquePrefix } from './support/unique-prefix';
 
@@ -107,6 +108,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   admin?.disconnect();
+  await closeAllProxies();
   await stopAllRedis();
 });
 
@@ -192,6 +194,24 @@ describe('keys of the 0.1.0 layout under the prefix', () => {
     } finally {
       await admin.del(legacy, current, ...companions, `${prefix}{export:5}:permits`);
     }
+  });
+
+  it('fails the bootstrap within commandTimeout when the scan for such keys goes unanswered', async () => {
+    const proxy = await startTcpProxy(server.port);
+    // Control: the same path through the proxy, answered, boots.
+    expect((await boot({ redis: proxy.url, commandTimeout: 300 })).error).toBeUndefined();
+    void proxy.dropReplyTo((args) => args[0]?.toLowerCase() === 'scan', 'stall');
+    // Bounded here too: without a bound on each SCAN the bootstrap would hang for good.
+    const booted = await Promise.race([
+      boot({ redis: proxy.url, commandTimeout: 300 }),
+      new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref()),
+    ]);
+    expect(booted).not.toBe('hung');
+    const { error, took } = booted as Booted;
+    expect(error).toBeInstanceOf(RedisUnavailableError);
+    // Each attempt times out; the check retries as it does for any Redis out of reach.
+    expect((error as Error).message).toMatch(/did not answer the startup check within 300 ms/);
+    expect(took).toBeLessThan(15_000);
   });
 });
 

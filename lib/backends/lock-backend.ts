@@ -3,7 +3,7 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 import type { ReleasePubSub } from '../redis/release-pubsub';
 import type { RawLockInfo } from './lock-info';
 import type { EvictedLock } from './lock-eviction';
-import type { LockNamesPage } from './lock-scan';
+import type { LockNamesPage, PageBound } from './lock-scan';
 import type { StoreCapabilities } from './store-capabilities';
 
 /** What one fair-mode try found. */
@@ -113,9 +113,10 @@ export interface LockBackend {
   scan(prefix: string, cursor: string | undefined, count: number): Promise<LockNamesPage>;
   /**
    * A key under `prefix` in an earlier version's layout that this one cannot exclude (see
-   * `findLegacyShareSet`), or undefined. Absent: the store never had such keys.
+   * `findLegacyShareSet`), or undefined, each page of the search bounded by `bound`. Absent: the
+   * store never had such keys.
    */
-  findLegacyKey?(prefix: string): Promise<string | undefined>;
+  findLegacyKey?(prefix: string, bound: PageBound): Promise<string | undefined>;
   createPubSub(): ReleasePubSub;
   /** Safety margin (ms) the holder subtracts from a lease of `ttl` on its local clock. */
   drift(ttl: number): number;

@@ -45,6 +45,12 @@ export async function scanLockNames(
 }
 
 /**
+ * Bounds one SCAN page: a scan of a large keyspace takes as many pages as it needs, and each one
+ * that goes unanswered fails within `commandTimeout` instead of holding the caller for good.
+ */
+export type PageBound = <T>(page: Promise<T>) => Promise<T>;
+
+/**
  * The names under which 0.1.0 kept the shares of a lock beside its key, as sorted sets: a read
  * lock's readers and a semaphore's permits. This version keeps both under the lock key itself.
  */
@@ -60,6 +66,7 @@ const LEGACY_SHARE_SETS = ['}:readers', '}:permits'];
 export async function findLegacyShareSet(
   client: RedisClient,
   prefix: string,
+  bound: PageBound,
 ): Promise<string | undefined> {
   const keyPrefix = String(client.options.keyPrefix ?? '');
   // One pass for both names (they share the ending `s`); SCAN's TYPE leaves out all but sets.
@@ -67,7 +74,9 @@ export async function findLegacyShareSet(
   for (const node of await scanNodes(client)) {
     let scan = '0';
     do {
-      const [next, found] = await node.scan(scan, 'MATCH', pattern, 'COUNT', 1_000, 'TYPE', 'zset');
+      const [next, found] = await bound(
+        node.scan(scan, 'MATCH', pattern, 'COUNT', 1_000, 'TYPE', 'zset'),
+      );
       const legacy = found.find((name) => LEGACY_SHARE_SETS.some((end) => name.endsWith(end)));
       if (legacy !== undefined) return legacy.slice(keyPrefix.length);
       scan = next;

@@ -30,7 +30,7 @@ import type {
 import type { RawLockInfo } from './lock-info';
 import type { EvictedLock } from './lock-eviction';
 import { RedisAdmin } from './redis-admin';
-import { findLegacyShareSet, scanLockNames, type LockNamesPage } from './lock-scan';
+import { findLegacyShareSet, scanLockNames, type LockNamesPage, type PageBound } from './lock-scan';
 import { RedisPermits } from '../kinds/semaphore/redis-permits';
 import { RedisLeaderLeases } from '../kinds/leader/redis-leader';
 import { RedisExclusiveLeases } from '../kinds/exclusive/redis-exclusive';
@@ -194,8 +194,8 @@ export class RedisBackend implements FairLockBackend {
     return scanLockNames(this.connection.client, prefix, cursor, count);
   }
 
-  findLegacyKey(prefix: string): Promise<string | undefined> {
-    return findLegacyShareSet(this.connection.client, prefix);
+  findLegacyKey(prefix: string, bound: PageBound): Promise<string | undefined> {
+    return findLegacyShareSet(this.connection.client, prefix, bound);
   }
 
   /** Held in any way: what `inspectRaw` reads as held, by a lighter script. */

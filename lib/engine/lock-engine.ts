@@ -129,7 +129,10 @@ export class LockEngine implements LockOperations<HeldLock> {
    */
   /** A key under the prefix in a layout this version cannot exclude (see `findLegacyKey`). */
   findLegacyKey(): Promise<string | undefined> {
-    return this.backend.findLegacyKey?.(this.options.prefix) ?? Promise.resolve(undefined);
+    const search = this.backend.findLegacyKey?.(this.options.prefix, (page) =>
+      this.bounded(page, "the startup check's SCAN", `the keys under "${this.options.prefix}"`),
+    );
+    return search ?? Promise.resolve(undefined);
   }
 
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
