@@ -114,11 +114,15 @@ describe('on one Redis', () => {
     expect(queued.holder?.instanceId).toBe('holder');
     expect(queued.waiters?.map((waiter) => waiter.instanceId)).toEqual(['first', 'second']);
     expect(queued.waiters![0]!.since).toBeLessThanOrEqual(queued.waiters![1]!.since);
+    // Its holder has held since the hand-off, not since its call began (which its token carries).
+    await sleep(200);
+    const handOffAfter = Date.now();
     await holder.release();
     const handedOver = await first;
     const afterHandOff = await reader.inspect('seat');
     expect(afterHandOff.fence).toBe(handedOver.fence);
     expect(afterHandOff.holder?.instanceId).toBe('first');
+    expect(afterHandOff.holder!.since).toBeGreaterThanOrEqual(handOffAfter - 50);
     expect(afterHandOff.waiters?.map((waiter) => waiter.instanceId)).toEqual(['second']);
     // The hand-off's short lease and the record expire together.
     const [lockTtl, recordTtl] = await Promise.all([

@@ -88,10 +88,10 @@ export class MemoryKeyspace {
   /** `SET <lock> <token> PX <ms>`, and the holder record beside it (none: an older version's). */
   setLease(keys: LockRedisKeys, token: string, ms: number, instanceId?: string): void {
     if (!Number.isInteger(ms) || ms <= 0) throw notWholeMs();
-    // As the scripts read it: from a token that carries its holder, else (fair mode) the record.
+    // As the scripts read it: fair mode's record of this grant (its token's since is when the call
+    // began), else the token, which names its holder.
     const holder =
-      holderOfToken(token) ??
-      (instanceId === undefined ? undefined : { instanceId, since: Date.now() });
+      instanceId === undefined ? holderOfToken(token) : { instanceId, since: Date.now() };
     this.locks.set(keys.lock, { token, expiresAt: this.now() + ms, holder });
   }
 

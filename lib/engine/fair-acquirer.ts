@@ -5,7 +5,7 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
 import { waitForLock, type CallTries } from './acquire-loop';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
-import { monotonicNow, newToken } from '../util/clock';
+import { monotonicNow, newHolderToken } from '../util/clock';
 import { LockLostError } from '../errors/errors';
 import { FairCall } from './fair-call';
 import { HeldLock } from './held-lock';
@@ -47,7 +47,9 @@ export class FairAcquirer implements Acquirer {
     request.signal?.throwIfAborted();
     const started = monotonicNow();
     const keys = this.context.keysOf(request.key, request.kind);
-    const call = new FairCall(newToken(), started);
+    // The call's one token names this process, as a plain grant's does: a grant on the first try
+    // writes no holder record; a hand-off (later than the token's since) writes one.
+    const call = new FairCall(newHolderToken(this.context.options.instanceId), started);
     let outcome: AcquireOutcome;
     try {
       outcome = await waitForLock(

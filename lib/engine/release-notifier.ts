@@ -167,7 +167,10 @@ export class ReleaseNotifier {
   private onMessage(channel: string, message: string): void {
     if (message.startsWith(GRANT)) {
       // Fair mode: the lock was handed to one waiter's token; only that waiter wakes.
-      const [token, fence] = message.slice(GRANT.length).split(':');
+      // The fence follows the last ':' (a token names its holder's instance, which may hold ':').
+      const at = message.lastIndexOf(':');
+      const token = message.slice(GRANT.length, at);
+      const fence = message.slice(at + 1);
       for (const waiter of this.channels.get(channel)?.waiters ?? []) {
         if (waiter.token === token) waiter.grant(Number(fence));
       }

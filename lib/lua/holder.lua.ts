@@ -23,22 +23,26 @@ end
 
 /**
  * Lua: sets `holder` to `"<since> <instance id>"` for the grant of `token` (a Lua expression, false
- * when the lock is free): read from the token itself when it carries them (a plain grant, see
- * `newHolderToken`), else from the record under `holderKey` when that belongs to this grant (fair
- * mode's hand-offs write one), else false.
+ * when the lock is free): from the record under `holderKey` when that belongs to this grant (fair
+ * mode's grants after queueing and its hand-offs write one: the token's own `since` is when the
+ * call began, not when it got the lock), else from the token itself when it carries them (every
+ * other grant, see `newHolderToken`), else false.
  */
 export const readHolderLua = (holderKey: string, token: string): string => `
 local holder = false
 if ${token} then
-  local since, id = string.match(${token}, '^%x+ (%d+) (.*)$')
-  if since then
-    holder = since .. ' ' .. id
-  else
-    local record = redis.pcall('GET', ${holderKey})
-    if type(record) == 'string' then
-      local recorded, owner, recordedId = string.match(record, '^(%d+) (%S+) (.*)$')
-      if owner == ${token} then holder = recorded .. ' ' .. recordedId end
+  local record = redis.pcall('GET', ${holderKey})
+  -- "<since> <token> <instance id>", the token compared whole (it holds spaces of its own).
+  local recorded = type(record) == 'string' and string.match(record, '^(%d+) ')
+  if recorded then
+    local rest, owner = string.sub(record, #recorded + 2), ${token}
+    if string.sub(rest, 1, #owner + 1) == owner .. ' ' then
+      holder = recorded .. ' ' .. string.sub(rest, #owner + 2)
     end
+  end
+  if not holder then
+    local since, id = string.match(${token}, '^%x+ (%d+) (.*)$')
+    if since then holder = since .. ' ' .. id end
   end
 end
 `;

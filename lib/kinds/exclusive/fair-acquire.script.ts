@@ -52,9 +52,8 @@ local entryLifetimeMs, fenceRetentionMs, instanceId = ARGV[4], ARGV[5], ARGV[6]
 -- none. Held, ours included: the full path below.
 if redis.call('EXISTS', queueKey) == 0
   and redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
-  -- One clock reading for the holder record and (a new counter) the first fence.
-  local clock = redis.call('TIME')
-${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs', 'clock')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', 'clock')}
+  -- The token names its holder, as a plain grant's does: no record beside it.
+${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
   return fence
 end
 local t = redis.call('TIME')

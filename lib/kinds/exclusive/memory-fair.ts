@@ -39,7 +39,8 @@ export class MemoryFairQueue implements MemoryFairTwin {
     // Readers or a semaphore's permits hold it: the head waits for the last one to leave.
     const sharesUntil = this.keys.sharesUntil(keys.lock);
     if (!holder && sharesUntil === undefined && (head === undefined || head === token)) {
-      this.keys.setLease(keys, token, ttl, this.instanceId);
+      // No queue: the token names its holder (no record), as the script's first path grants it.
+      this.keys.setLease(keys, token, ttl, waiting ? this.instanceId : undefined);
       waiting?.waiters.delete(token);
       this.keys.dropQueueIfEmpty(keys);
       return { granted: this.keys.nextFence(keys, ttl) };
