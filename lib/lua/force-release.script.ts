@@ -2,8 +2,7 @@ import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 import { nowMsLua } from './permit.lua';
 import type { PublishCommand } from './lua-script';
-import { shareTypeLua } from './lock-type.lua';
-import { readShareHoldersLua } from './share-holders.lua';
+import { heldSharesLua } from './share-holders.lua';
 
 /**
  * Administrative removal of every holder of every kind of lock on one key, whoever holds it, in
@@ -53,14 +52,7 @@ if type(token) ~= 'string' then token = false end
 ${readHolderLua('holderKey', 'token')}
 -- What is removed, read first: the live readers or permits (their limit says which), with
 -- their records.
-${shareTypeLua('lockKey', 'limitKey')}
-local readers, permits = {}, {}
-if lockType == 'permits' then
-${readShareHoldersLua('lockKey', 'permitHoldersKey', 'found', true)}  permits = found
-else
-${readShareHoldersLua('lockKey', 'readerHoldersKey', 'found', false)}  readers = found
-end
-local deleted = 0
+${heldSharesLua('lockKey', 'limitKey', 'readerHoldersKey', 'permitHoldersKey')}local deleted = 0
 if lockType == 'permits' then
   -- The permits' set (its lapsed permits too); one wake-up per permit removed.
   redis.call('DEL', lockKey)

@@ -1,8 +1,7 @@
 import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 import { nowMsLua } from './permit.lua';
-import { shareTypeLua } from './lock-type.lua';
-import { readShareHoldersLua } from './share-holders.lua';
+import { heldSharesLua } from './share-holders.lua';
 
 /**
  * Reads every kind of lock on one key for inspection, in one atomic step (their keys share the
@@ -79,14 +78,7 @@ end
 -- A reader's share lapses in the ms its lease ends; a permit lives through it. Readers and
 -- permits hold the lock key itself, as a sorted set, the permits with their limit beside it: a
 -- string there (a writer) reads as neither.
-${shareTypeLua('lockKey', 'limitKey')}
-local readers, permits = {}, {}
-if lockType == 'permits' then
-${readShareHoldersLua('lockKey', 'permitHoldersKey', 'found', true)}  permits = found
-else
-${readShareHoldersLua('lockKey', 'readerHoldersKey', 'found', false)}  readers = found
-end
-local writersWaiting = redis.pcall('ZCOUNT', writersWaitingKey, '(' .. string.format('%d', now), '+inf')
+${heldSharesLua('lockKey', 'limitKey', 'readerHoldersKey', 'permitHoldersKey')}local writersWaiting = redis.pcall('ZCOUNT', writersWaitingKey, '(' .. string.format('%d', now), '+inf')
 if type(writersWaiting) ~= 'number' then writersWaiting = 0 end
 return {
   token,

@@ -1,3 +1,5 @@
+import { shareTypeLua } from './lock-type.lua';
+
 /**
  * Lua shared by the scripts of readers' shares and semaphore permits: who holds each entry of a
  * sorted set of leases (token → lease end), for inspection only, in a HASH beside it (token →
@@ -77,5 +79,24 @@ do
       ${found}[#${found} + 1] = record
     end
   end
+end
+`;
+
+/**
+ * Sets `lockType` (see `shareTypeLua`) and `readers` and `permits` to the live shares under `key`
+ * of the kind that holds it, as `readShareHoldersLua` lists them (the other one empty): what
+ * inspection and the forced release read first. Writes nothing.
+ */
+export const heldSharesLua = (
+  key: string,
+  limitKey: string,
+  readerHoldersKey: string,
+  permitHoldersKey: string,
+): string => `${shareTypeLua(key, limitKey)}
+local readers, permits = {}, {}
+if lockType == 'permits' then
+${readShareHoldersLua(key, permitHoldersKey, 'found', true)}  permits = found
+else
+${readShareHoldersLua(key, readerHoldersKey, 'found', false)}  readers = found
 end
 `;
