@@ -2,23 +2,6 @@ import { messages } from '../errors/messages';
 import { RedisCommandError, RedisLockError, RedisUnavailableError } from '../errors/errors';
 import type { ConnectionWatch } from '../redis/connection-watch';
 import { finalReplyErrorCode } from '../redis/reply-error';
-import type { CommandDeadlines } from '../util/command-deadlines';
-
-/**
- * Runs a backend command bounded by `timeoutMs` (and cut short when the connections turn out
- * unusable), failing with the error a lock call reports (`commandFailure`). `operation` names the
- * command, `subject` what it was about, for a refusal's message (`lock "order:7"`).
- */
-export function boundedCommand<T>(
-  deadlines: CommandDeadlines,
-  connections: ConnectionWatch,
-  timeoutMs: number,
-  command: Promise<T>,
-  operation: string,
-  subject: string,
-): Promise<T> {
-  return deadlines.bound(connections.guard(command), timeoutMs, operation, subject);
-}
 
 /**
  * What a failed backend command means to the caller of a lock call:

@@ -14,7 +14,7 @@ import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request
 import { BackgroundCleanups } from './background-cleanups';
 import { CallsInProgress } from './calls-in-progress';
 import { CommandDeadlines } from '../util/command-deadlines';
-import { boundedCommand, commandFailure } from './command-errors';
+import { commandFailure } from './command-errors';
 import {
   assertStoreServes,
   claimStore,
@@ -123,10 +123,6 @@ export class LockEngine implements LockOperations<HeldLock> {
     return lockRedisKeys(this.options.prefix, key, kind);
   }
 
-  /**
-   * Tries at once, then waits within `wait` (see waitForLock); in fair mode the call queues in
-   * Redis and a release hands the lock to the first in line.
-   */
   /** A key under the prefix in a layout this version cannot exclude (see `findLegacyKey`). */
   findLegacyKey(): Promise<string | undefined> {
     const search = this.backend.findLegacyKey?.(this.options.prefix, (page) =>
@@ -135,6 +131,10 @@ export class LockEngine implements LockOperations<HeldLock> {
     return search ?? Promise.resolve(undefined);
   }
 
+  /**
+   * Tries at once, then waits within `wait` (see waitForLock); in fair mode the call queues in
+   * Redis and a release hands the lock to the first in line.
+   */
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     const acquirer = traitsOf(request.kind).queuesWhenFair ? (this.fair ?? this.plain) : this.plain;
     return this.calls.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
@@ -300,14 +300,16 @@ export class LockEngine implements LockOperations<HeldLock> {
     return lock;
   }
 
-  /** `subject` names what the command was about, for a refusal's message (`lock "order:7"`). */
+  /**
+   * A backend command bounded by `commandTimeout` (and cut short when the connections turn out
+   * unusable), failing with the error a lock call reports (`commandFailure`). `operation` names the
+   * command, `subject` what it was about, for a refusal's message (`lock "order:7"`).
+   */
   private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
-    const { connections, options } = this;
-    return boundedCommand(
-      this.deadlines,
-      connections,
-      options.commandTimeout,
-      command,
+    const { commandTimeout } = this.options;
+    return this.deadlines.bound(
+      this.connections.guard(command),
+      commandTimeout,
       operation,
       subject,
     );
