@@ -12,6 +12,7 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { Logger } from '@nestjs/common';
+import type { Cluster, Redis } from 'ioredis';
 import {
   LockLostError,
   LockService,
@@ -20,6 +21,7 @@ import {
   type RedisConnectionOption,
 } from 'nestjs-redis-lock';
 import { createClient, createClientPool, createCluster, createSentinel } from 'redis';
+import { wrapNodeRedis } from '../lib/redis/node-redis-client';
 import { lockServices, warmedUp } from './support/lock-services';
 import { onOwnCluster } from './support/own-cluster';
 import { startRedis, stopAllRedis } from './support/redis-server';
@@ -79,6 +81,38 @@ async function everyKind(locks: LockService, other: LockService): Promise<void> 
   expect(await other.isLocked('pair:a')).toBe(false);
 }
 
+/**
+ * Subscribes to a channel, unsubscribes, and subscribes again before the UNSUBSCRIBE's reply —
+ * as a waiter that gives up and the next one on that name do — then publishes: what was heard.
+ * node-redis, unsubscribed by channel name, saw the channel as still subscribed, sent nothing,
+ * and dropped it when that reply landed: the waiter slept to its fallback (the engine contract
+ * caught a wake-up 1.2 s late on a loaded machine).
+ */
+async function heardAfterResubscribing(
+  subscriber: Redis | Cluster,
+  mode: 'classic' | 'sharded',
+  publish: (channel: string, message: string) => Promise<unknown>,
+): Promise<string[]> {
+  const channel = `${prefix}:resubscribed:${mode}`;
+  const heard: string[] = [];
+  const [subscribe, unsubscribe, event] =
+    mode === 'classic'
+      ? (['subscribe', 'unsubscribe', 'message'] as const)
+      : (['ssubscribe', 'sunsubscribe', 'smessage'] as const);
+  subscriber.on(event, (_channel: string, message: string) => heard.push(message));
+  try {
+    await subscriber[subscribe](channel);
+    const leaving = subscriber[unsubscribe](channel);
+    await subscriber[subscribe](channel);
+    await leaving;
+    await publish(channel, 'released');
+    await waitFor(() => heard.length > 0, 2_000);
+    return heard;
+  } finally {
+    subscriber.disconnect();
+  }
+}
+
 describe('a node-redis client as the redis option', () => {
   it('serves every kind, beside an ioredis-based instance on the same keys', async () => {
     const onNodeRedis = await warmedUp(services.create({ redis: nodeRedis }));
@@ -96,6 +130,14 @@ describe('a node-redis client as the redis option', () => {
     expect(await holder.tryAcquire('fair')).toBeNull(); // the queue's head comes first
     await lock.release();
     await (await first).release();
+  });
+
+  it('keeps a channel subscribed again while its unsubscribe is still in flight', async () => {
+    const subscriber = wrapNodeRedis(nodeRedis.duplicate(), true) as Redis;
+    const heard = await heardAfterResubscribing(subscriber, 'classic', (channel, message) =>
+      admin.publish(channel, message),
+    );
+    expect(heard).toEqual(['released']);
   });
 
   it('leaves the client open at close', async () => {
@@ -210,10 +252,8 @@ describe('a node-redis client as the redis option', () => {
 
 describe('a node-redis Cluster client as the redis option', () => {
   const cluster = onOwnCluster('node-redis-cluster');
-  let client: ReturnType<typeof createCluster> | undefined;
-  afterAll(() => client?.close());
-
-  it('serves every kind on a Cluster, beside an ioredis Cluster client', async () => {
+  let client: ReturnType<typeof createCluster>;
+  beforeAll(async () => {
     client = createCluster({
       rootNodes: cluster.topology.startupNodes.map(({ host, port }) => ({
         url: `redis://${host}:${port}`,
@@ -221,10 +261,22 @@ describe('a node-redis Cluster client as the redis option', () => {
     });
     client.on('error', () => undefined);
     await client.connect();
+  });
+  afterAll(() => client.close());
+
+  it('serves every kind on a Cluster, beside an ioredis Cluster client', async () => {
     const onNodeRedis = await warmedUp(cluster.service({ redis: client, cluster: undefined }));
     const onIoredis = await warmedUp(cluster.service());
     await everyKind(onNodeRedis, onIoredis);
     await everyKind(onIoredis, onNodeRedis);
+  });
+
+  it('keeps a sharded channel subscribed again while its unsubscribe is in flight', async () => {
+    const subscriber = wrapNodeRedis(client.duplicate(), true) as Cluster;
+    const heard = await heardAfterResubscribing(subscriber, 'sharded', (channel, message) =>
+      client.sPublish(channel, message),
+    );
+    expect(heard).toEqual(['released']);
   });
 });
 

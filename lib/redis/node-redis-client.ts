@@ -36,9 +36,9 @@ interface NodeRedisEmitter {
   close(): Promise<unknown>;
   destroy(): unknown;
   subscribe(channel: string, listener: PubSubListener): Promise<unknown>;
-  unsubscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string, listener: PubSubListener): Promise<unknown>;
   sSubscribe(channel: string, listener: PubSubListener): Promise<unknown>;
-  sUnsubscribe(channel: string): Promise<unknown>;
+  sUnsubscribe(channel: string, listener: PubSubListener): Promise<unknown>;
 }
 interface SingleClient extends NodeRedisEmitter {
   readonly isReady: boolean;
@@ -200,8 +200,11 @@ abstract class NodeRedisFacade<Inner extends NodeRedisEmitter> {
     return this.connected().then(() => this.inner.subscribe(channel, this.onMessage));
   }
 
+  // Unsubscribed by listener, not by name: node-redis then marks the channel as leaving, so a
+  // subscribe sent before the UNSUBSCRIBE's reply is sent too. By name it sends nothing (the
+  // channel looks subscribed) and drops the channel when that reply lands.
   unsubscribe(channel: string): Promise<unknown> {
-    return this.connected().then(() => this.inner.unsubscribe(channel));
+    return this.connected().then(() => this.inner.unsubscribe(channel, this.onMessage));
   }
 
   ssubscribe(channel: string): Promise<unknown> {
@@ -209,7 +212,7 @@ abstract class NodeRedisFacade<Inner extends NodeRedisEmitter> {
   }
 
   sunsubscribe(channel: string): Promise<unknown> {
-    return this.connected().then(() => this.inner.sUnsubscribe(channel));
+    return this.connected().then(() => this.inner.sUnsubscribe(channel, this.onSMessage));
   }
 
   /** ioredis' QUIT: node-redis' close() answers the commands in flight first. */
