@@ -142,11 +142,19 @@ function rawReference(pollMs: number): Contender {
 
 /**
  * Acquire: `SET NX PX`, then the fence counter (same hash slot) counts up and lives a day past the
- * lease. Busy: the lock's remaining lease, so a waiter knows when to look again without a message.
+ * lease. A counter that does not exist yet (first use, expired, lost to a restart) starts from
+ * Redis' clock in µs, so fences keep counting up across its loss, as ours do. Busy: the lock's
+ * remaining lease, so a waiter knows when to look again without a message.
  */
 const FENCED_ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = redis.call('INCR', KEYS[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  if fence == 1 then
+    local now = redis.call('TIME')
+    fence = now[1] * 1000000 + now[2]
+    redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3])
+  else
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  end
   return {1, fence}
 end
 return {0, redis.call('PTTL', KEYS[1])}`;
@@ -182,7 +190,7 @@ function fencedFloor(): Contender {
     library: 'fenced floor (hand-written)',
     variant: 'reference',
     settings:
-      `acquire: one EVALSHA (SET key "token:instance:since" NX PX ${TTL}, INCR key:fence, PEXPIRE key:fence ${TTL} + ${FENCE_RETENTION_MS}; ` +
+      `acquire: one EVALSHA (SET key "token:instance:since" NX PX ${TTL}, INCR key:fence, PEXPIRE key:fence ${TTL} + ${FENCE_RETENTION_MS} (a new counter: TIME, SET key:fence <µs> PX instead); ` +
       `busy → PTTL); release: one EVALSHA (GET = value → DEL, PUBLISH key:released); ` +
       `waiters SUBSCRIBE key:released before they try, and retry on the message or when the lease ends`,
     async open(url) {
