@@ -15,15 +15,10 @@ import Redis from 'ioredis';
 import type { RedisLockModuleOptions } from 'nestjs-redis-lock';
 import { LuaScript } from '../lib/lua/lua-script';
 import { lockServices, warmedUp } from './support/lock-services';
+import { monitorServer, type MonitoredCommand } from './support/monitor';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { sleep, waitFor } from './support/time';
 import { uniquePrefix } from './support/unique-prefix';
-
-/** One command the server ran: from a client (a script call, say) or from inside a script. */
-interface Monitored {
-  args: string[];
-  fromScript: boolean;
-}
 
 /** A script call and the commands it ran. */
 interface ScriptRun {
@@ -49,34 +44,8 @@ function scriptsBySha(): Map<string, string> {
   return found;
 }
 
-/** Records what a server runs, from now until `stop()`. */
-async function monitor(server: RedisServer): Promise<{ stop(): Promise<Monitored[]> }> {
-  // Connected (its ready check answered) before MONITOR starts: a command of this client's own
-  // reaching the monitor connection before MONITOR's answer confuses ioredis' reply queue.
-  const client = new Redis(server.url, { enableReadyCheck: false });
-  await client.ping();
-  const seen: Monitored[] = [];
-  const feed = await client.monitor();
-  feed.on('monitor', (_time: string, args: string[], source: string) => {
-    seen.push({ args: args.map(String), fromScript: source === 'lua' });
-  });
-  return {
-    /** Stops once the log has caught up: a marker sent after everything else has come through. */
-    async stop() {
-      const marker = `monitor-end-${Math.random()}`;
-      const sender = client.duplicate();
-      await sender.echo(marker);
-      sender.disconnect();
-      await waitFor(() => seen.some((entry) => entry.args.includes(marker)), 5_000);
-      feed.disconnect();
-      client.disconnect();
-      return seen;
-    },
-  };
-}
-
 /** Groups a monitor log into script calls and the commands each ran (they follow it in order). */
-function scriptRuns(log: Monitored[], shas: Map<string, string>): ScriptRun[] {
+function scriptRuns(log: MonitoredCommand[], shas: Map<string, string>): ScriptRun[] {
   const runs: ScriptRun[] = [];
   let current: ScriptRun | undefined;
   for (const entry of log) {
@@ -207,7 +176,7 @@ describe('every key a script touches is in its KEYS', () => {
 
   it('on one Redis, plain and fair mode', async () => {
     const server = await startRedis();
-    const watch = await monitor(server);
+    const watch = await monitorServer(server.url);
     await everyOperation({ redis: server.url }, false);
     await everyOperation({ redis: server.url }, true);
     const runs = scriptRuns(await watch.stop(), shas);
@@ -218,7 +187,7 @@ describe('every key a script touches is in its KEYS', () => {
 
   it('on Redlock (3 primaries)', async () => {
     const nodes = await Promise.all([startRedis(), startRedis(), startRedis()]);
-    const watches = await Promise.all(nodes.map(monitor));
+    const watches = await Promise.all(nodes.map((node) => monitorServer(node.url)));
     await everyOperation(
       { redlock: { nodes: nodes.map((node) => node.url), restartGrace: 0 } },
       false,
@@ -239,7 +208,7 @@ describe('every key a script touches is in its KEYS', () => {
 
   it('control: a script that touches a key it did not declare is caught', async () => {
     const server = await startRedis();
-    const watch = await monitor(server);
+    const watch = await monitorServer(server.url);
     const client = new Redis(server.url);
     await client.eval(
       "redis.call('GET', KEYS[1]); return redis.call('EXISTS', KEYS[1] .. ':other')",

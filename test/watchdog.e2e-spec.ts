@@ -15,6 +15,7 @@ import {
   writeForeignValue,
 } from './support/foreign-values';
 import { lockServices, redisKeyOf, warmedUp } from './support/lock-services';
+import { monitorServer, type MonitoredCommand } from './support/monitor';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
 import { now, sleep } from './support/time';
 
@@ -41,23 +42,10 @@ afterAll(async () => {
  * The client's commands that name `token`, in order — without the PUBLISH the release script runs
  * inside Redis (its message is the token).
  */
-function commandsNaming(commands: string[][], token: string): string[][] {
-  return commands.filter((args) => args.includes(token) && args[0]!.toLowerCase() !== 'publish');
-}
-
-/** Every command the server runs, in order, as MONITOR reports it. */
-async function monitorCommands(): Promise<{ commands: string[][]; stop: () => void }> {
-  const commands: string[][] = [];
-  const client = new Redis(server.url);
-  const monitor = await client.monitor();
-  monitor.on('monitor', (_time: string, args: string[]) => commands.push(args));
-  return {
-    commands,
-    stop: () => {
-      monitor.disconnect();
-      client.disconnect();
-    },
-  };
+function commandsNaming(commands: MonitoredCommand[], token: string): string[][] {
+  return commands
+    .map(({ args }) => args)
+    .filter((args) => args.includes(token) && args[0]!.toLowerCase() !== 'publish');
 }
 
 const runs = (script: { sha: string; source: string }, args: string[]): boolean =>
@@ -97,7 +85,7 @@ describe('watchdog', () => {
 
   it('renews while held, and sends no renewal and leaves no key after release()', async () => {
     const holder = services.create();
-    const { commands, stop } = await monitorCommands();
+    const { commands, stop } = await monitorServer(server.url);
     try {
       const lock = await holder.acquire('renewed');
       await sleep(TTL * 1.5);
@@ -119,14 +107,14 @@ describe('watchdog', () => {
       // The release is the last command that mentions this holder's token.
       expect(runs(releaseScript, own[own.length - 1]!)).toBe(true);
     } finally {
-      stop();
+      await stop();
     }
   });
 
   it("stops renewing when withLock()'s work fails, passing the error through untouched", async () => {
     const holder = services.create();
     const failure = new Error('work failed');
-    const { commands, stop } = await monitorCommands();
+    const { commands, stop } = await monitorServer(server.url);
     try {
       let token = '';
       await expect(
@@ -145,7 +133,7 @@ describe('watchdog', () => {
       expect(own.filter((args) => runs(renewManyScript, args)).length).toBeGreaterThanOrEqual(1);
       expect(runs(releaseScript, own[own.length - 1]!)).toBe(true);
     } finally {
-      stop();
+      await stop();
     }
   });
 
@@ -165,13 +153,15 @@ describe('watchdog', () => {
     const locks = await Promise.all(
       Array.from({ length: count }, (_, i) => holder.acquire(`many:${i}`, { ttl })),
     );
-    const { commands, stop } = await monitorCommands();
+    const { commands, stop } = await monitorServer(server.url);
     let renewCommands: string[][];
     try {
       await sleep((ttl / 3) * 4); // four renewal periods
-      renewCommands = commands.filter((args) => runs(renewManyScript, args));
+      renewCommands = commands
+        .map(({ args }) => args)
+        .filter((args) => runs(renewManyScript, args));
     } finally {
-      stop();
+      await stop();
     }
     // One command per lock per period would be ~1,200; batches make it a handful per period.
     expect(renewCommands.length).toBeGreaterThanOrEqual(2);

@@ -23,6 +23,9 @@ export async function countCommands(url: string, fn: () => Promise<void>): Promi
   let total = 0;
   let luaTotal = 0;
   try {
+    // Both connected before MONITOR starts: ioredis takes a command that reaches the server just
+    // after MONITOR's answer (a ready check, say) for a reply of its own and fails.
+    await Promise.all([monitorClient.ping(), markerClient.ping()]);
     const monitor = await monitorClient.monitor();
     let seenMarker: () => void = () => undefined;
     const markerSeen = new Promise<void>((resolve) => (seenMarker = resolve));
