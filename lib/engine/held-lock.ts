@@ -199,10 +199,7 @@ export class HeldLock implements LockHandle {
       // the same connection after it, so a healed link cannot leave our key alive for a lease.
       // At `maxHold`, after a clock jump, or refused for lack of replicas, the key may well be
       // ours still: free it for others.
-      this.released = this.operations.releaseLease(this).then(
-        () => false,
-        () => false,
-      );
+      this.released = this.operations.releaseLease(this, () => false).catch(() => false);
     }
     return error;
   }
@@ -276,7 +273,7 @@ export class HeldLock implements LockHandle {
     const lapsed = this.lostError ? undefined : this.expiry(now);
     const keepFor = lapsed ? 0 : this.keepFor(now);
     if (keepFor > 0) return this.keepLease(keepFor);
-    return this.operations.releaseLease(this).then((deleted) => {
+    return this.operations.releaseLease(this, (deleted) => {
       if (deleted && !lapsed && !this.lostError) {
         this.operations.reportReleased(this);
         return true;

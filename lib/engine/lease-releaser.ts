@@ -24,53 +24,57 @@ export class LeaseReleaser {
     private readonly bounded: Bounded,
   ) {}
 
-  release(lock: HeldLock): Promise<boolean> {
-    const release = (free: () => Promise<boolean>): Promise<boolean> =>
-      retryRefused(
-        () => this.bounded(free(), 'release', `lock "${lock.key}"`),
-        () => lock.validUntil,
-      );
+  /** Releases `lock`, resolving what `settle` makes of whether it was still ours. */
+  release<R>(lock: HeldLock, settle: (deleted: boolean) => R): Promise<R> {
     const { fairBackend, notifier } = this;
     const traits = traitsOf(lock.redisKeys.kind);
     if (fairBackend && traits.queuesWhenFair) {
       // The release script hands the lock (or the permit) to the next in line itself: no local
       // hand-off.
-      return release(() => fairBackend.fairRelease(lock.redisKeys, lock.token));
+      return this.send(lock, () => fairBackend.fairRelease(lock.redisKeys, lock.token), settle);
     }
-    if (!traits.releaseFreesPlace) {
-      // A reader's share: the release wakes the writers by its message when the last reader
-      // leaves (none is due before: no local hand-off).
-      return release(() => this.backend.release(lock.redisKeys, lock.token));
-    }
+    const free = () => this.backend.release(lock.redisKeys, lock.token);
+    // A reader's share: the release wakes the writers by its message when the last reader leaves
+    // (none is due before: no local hand-off).
+    if (!traits.releaseFreesPlace) return this.send(lock, free, settle);
     // A waiter in this process is woken when Redis answers, unless the release message was first.
     notifier.releaseSent(lock.token);
-    return release(() => this.backend.release(lock.redisKeys, lock.token)).then(
-      (deleted) => {
-        notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted);
-        return deleted;
-      },
-      (error: unknown) => {
-        notifier.releaseAnswered(lock.redisKeys.channel, lock.token, false);
-        throw error;
-      },
+    return this.send(lock, free, settle, (deleted) =>
+      notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted),
     );
   }
-}
 
-/**
- * Runs `attempt` again, with backoff, while Redis refuses it unrun — a Cluster slot in migration
- * answers TRYAGAIN to a script whose keys are split between the two nodes until the move
- * completes — and until `until()` (monotonic ms) would pass. A failure after which the command
- * may have run (a timeout, a lost connection), or any other, is thrown at once: sending it again
- * could run it twice.
- */
-function retryRefused<T>(attempt: () => Promise<T>, until: () => number): Promise<T> {
-  // A promise chain, not an async loop: one layer on a path every release takes.
-  const from = (failures: number): Promise<T> =>
-    settled(attempt).catch((error: unknown) => {
-      const pause = retryPause(failures);
-      if (!refusedUnrun(error) || monotonicNow() + pause >= until()) throw error;
-      return new Promise((resolve) => setTimeout(resolve, pause)).then(() => from(failures + 1));
-    });
-  return from(0);
+  /**
+   * Sends `free()`, bounded, again with backoff while Redis refuses it unrun — a Cluster slot in
+   * migration answers TRYAGAIN to a script whose keys are split between the two nodes until the
+   * move completes — and until the lock's deadline would pass (its key has expired by then). A
+   * failure after which the command may have run (a timeout, a lost connection), or any other, is
+   * thrown at once: sending it again could run it twice. `answered` hears the outcome (false for
+   * a failure), and `settle` maps it, in the same step: one layer on a path every release takes.
+   */
+  private send<R>(
+    lock: HeldLock,
+    free: () => Promise<boolean>,
+    settle: (deleted: boolean) => R,
+    answered?: (deleted: boolean) => void,
+  ): Promise<R> {
+    const from = (failures: number): Promise<R> =>
+      settled(() => this.bounded(free(), 'release', `lock "${lock.key}"`)).then(
+        (deleted) => {
+          answered?.(deleted);
+          return settle(deleted);
+        },
+        (error: unknown) => {
+          const pause = retryPause(failures);
+          if (!refusedUnrun(error) || monotonicNow() + pause >= lock.validUntil) {
+            answered?.(false);
+            throw error;
+          }
+          return new Promise((resolve) => setTimeout(resolve, pause)).then(() =>
+            from(failures + 1),
+          );
+        },
+      );
+    return from(0);
+  }
 }

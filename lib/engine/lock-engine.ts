@@ -39,6 +39,9 @@ import { Watchdog } from './watchdog';
 
 export { createLockStore, isUnclaimed, type EngineBackend, type LockStore } from './engine-backend';
 
+/** An acquire call's outcome as it is, for callers that map nothing. */
+const asOutcome = (outcome: AcquireOutcome): AcquireOutcome => outcome;
+
 /**
  * The lifecycle of the locks of one LockService: acquire calls (plain or fair, as the options
  * say), the watchdog and the release notifier, on top of a backend. Every backend call is bounded
@@ -135,9 +138,22 @@ export class LockEngine implements LockOperations<HeldLock> {
    * Tries at once, then waits within `wait` (see waitForLock); in fair mode the call queues in
    * Redis and a release hands the lock to the first in line.
    */
-  acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+  acquire(request: AcquireRequest): Promise<AcquireOutcome>;
+  /** The same, resolving what `settle` makes of the outcome (in the step that reports it). */
+  acquire<T>(request: AcquireRequest, settle: (outcome: AcquireOutcome) => T): Promise<T>;
+  acquire<T>(
+    request: AcquireRequest,
+    settle?: (outcome: AcquireOutcome) => T,
+  ): Promise<T | AcquireOutcome> {
     const acquirer = traitsOf(request.kind).queuesWhenFair ? (this.fair ?? this.plain) : this.plain;
-    return this.calls.counted(this.lifecycle.acquire(request.key, () => acquirer.acquire(request)));
+    this.calls.begin();
+    const call = () => acquirer.acquire(request);
+    return this.lifecycle.acquire<T | AcquireOutcome>(
+      request.key,
+      call,
+      this.calls.end,
+      settle ?? asOutcome,
+    );
   }
 
   /** Multi-key: all of `request.keys` or none, in one global order (see `MultiAcquirer`). */
@@ -169,8 +185,8 @@ export class LockEngine implements LockOperations<HeldLock> {
   }
 
   /** Releases `lock` (a fair release hands it to the next in line). */
-  releaseLease(lock: HeldLock): Promise<boolean> {
-    return this.releaser.release(lock);
+  releaseLease<R>(lock: HeldLock, settle: (deleted: boolean) => R): Promise<R> {
+    return this.releaser.release(lock, settle);
   }
 
   untrack(lock: HeldLock): void {

@@ -6,6 +6,7 @@ import type { LockMode } from '../telemetry/lock-mode';
 import type { AcquireSpan, HoldSpan } from '../telemetry/span-handles';
 import { createTelemetry, type LockTelemetry } from '../telemetry/lock-telemetry';
 import { monotonicElapsed } from '../util/clock';
+import { settled } from '../util/settled';
 import type { AcquireOutcome } from './acquire-request';
 import { emitSafely } from './emit-lost';
 import type { HeldLock } from './held-lock';
@@ -31,23 +32,34 @@ export class LockLifecycle {
     this.telemetry = createTelemetry(this.mode, options.telemetry.keys ?? 'none');
   }
 
-  /** Runs one acquire call (`call`), timing it and reporting how it ended. */
-  acquire(key: string, call: () => Promise<AcquireOutcome>): Promise<AcquireOutcome> {
+  /**
+   * Runs one acquire call (`call`), timing it and reporting how it ended, and resolves what
+   * `settle` makes of its outcome. `ended` runs first once it has settled (the engine's count of
+   * calls in progress): the report, the count and the caller's mapping share one step.
+   */
+  acquire<T>(
+    key: string,
+    call: () => Promise<AcquireOutcome>,
+    ended: () => void,
+    settle: (outcome: AcquireOutcome) => T,
+  ): Promise<T> {
     const started = monotonicElapsed();
     const span = this.telemetry.spans?.startAcquire(key);
-    const running = span ? span.run(call) : call();
-    running.then(
+    return settled(() => (span ? span.run(call) : call())).then(
       (outcome) => {
+        ended();
         const waitedMs = monotonicElapsed() - started;
         if ('lock' in outcome) this.acquired(outcome.lock, waitedMs, span);
         else this.busy(key, waitedMs, outcome.retryAfterMs, span);
+        return settle(outcome);
       },
       (error: unknown) => {
+        ended();
         this.telemetry.metrics?.acquireFailed(monotonicElapsed() - started, error);
         span?.failed(error);
+        throw error;
       },
     );
-    return running;
   }
 
   /**

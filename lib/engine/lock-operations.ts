@@ -10,7 +10,11 @@ import type { LockHandle } from './lock-handle';
 /** The engine operations a held lock needs. */
 export interface LockOperations<Lock> {
   extendLease(lock: Lock, ms: number): Promise<boolean>;
-  releaseLease(lock: Lock): Promise<boolean>;
+  /**
+   * Releases `lock`, resolving what `settle` makes of whether it was still ours (mapped in the
+   * step the release is answered in, no layer of its own).
+   */
+  releaseLease<R>(lock: Lock, settle: (deleted: boolean) => R): Promise<R>;
   /** Stops renewing and forgets the lock (released or lost). */
   untrack(lock: Lock): void;
   /** Safety margin (ms) subtracted from a lease on the local clock (clock drift, latency). */

@@ -22,7 +22,7 @@ export function acquireOne(
   key: string,
   options: AcquireOptions,
 ): Promise<LockHandle> {
-  return engine.acquire(lockRequest(engine, key, options)).then((outcome) => {
+  return engine.acquire(lockRequest(engine, key, options), (outcome) => {
     if ('lock' in outcome) return outcome.lock;
     throw new LockNotAcquiredError(key, outcome.waited, outcome.retryAfterMs);
   });

@@ -23,7 +23,7 @@ export function fakeOperations(
 ): LockOperations<HeldLock> {
   return {
     extendLease: (lock, ms) => commands.extend(lock, ms),
-    releaseLease: (lock) => commands.release(lock),
+    releaseLease: (lock, settle) => commands.release(lock).then(settle),
     untrack: (lock) => watchdog.remove(lock),
     drift: () => drift,
     reportLost: (_lock, error) => void lost.push(error),
