@@ -326,7 +326,9 @@ async function acquireOrSkip(
   options: RunLockedOptions,
 ): Promise<HeldLease | null> {
   const lease = await leaseOrSkip(locks, key, options);
-  if (lease?.signal.aborted) {
+  // `expireIfDue`, not the signal: a lock's AbortSignal is made on first read, and most are
+  // released without anyone reading it.
+  if (lease?.expireIfDue()) {
     await releaseQuietly(lease);
     throw lease.signal.reason;
   }

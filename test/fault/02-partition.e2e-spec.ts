@@ -264,4 +264,17 @@ describe('scenario 2: Redis partitioned from the holder', () => {
     expect(lock.isHeld).toBe(false);
     expect(await lock.release()).toBe(false);
   });
+
+  it("never starts withLock()'s work under a grant that arrived after its lease ended", async () => {
+    const { proxy, locks } = await isolatedClient();
+    proxy.setLatency(150); // as above: the grant outlives its 200 ms lease on the way back
+    let ran = false;
+    const call = locks.withLock('slower-than-lease-work', () => void (ran = true), {
+      ttl: 200,
+      renew: false,
+    });
+    await expect(call).rejects.toMatchObject({ name: 'LockLostError', reason: 'deadline' });
+    proxy.setLatency(0);
+    expect(ran).toBe(false);
+  });
 });
