@@ -303,6 +303,7 @@ async function runS5(url: string): Promise<Results['s5']> {
     runs.push(m);
     log(
       `S5 rep ${rep + 1}: @Locked CPU ${m.seqLockedVsWithLockCpu.toFixed(2)}× the withLock route's ` +
+        `(${m.seqLockedVsInterceptedCpu.toFixed(2)}× behind a pass-through interceptor) ` +
         `(16 concurrent ${m.concLockedVsWithLockCpu.toFixed(2)}×), req/s at 16 concurrent ` +
         `${m.concLockedVsWithLock.toFixed(2)}× the withLock route's; ` +
         `+${m.seqOverFloorP50Us.toFixed(0)} µs over the floor route ` +

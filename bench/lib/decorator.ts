@@ -7,9 +7,13 @@ import {
   ConflictException,
   Controller,
   Get,
+  Injectable,
   Module,
   Param,
+  UseInterceptors,
+  type CallHandler,
   type INestApplication,
+  type NestInterceptor,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Locked, LockService, RedisLockModule } from 'nestjs-redis-lock';
@@ -24,16 +28,27 @@ const RootRedis = require(
   require.resolve('ioredis', { paths: [join(__dirname, '../../lib')] }),
 ) as typeof import('ioredis').default;
 
-type Route = 'plain' | 'pings' | 'floor' | 'manual' | 'withlock' | 'locked';
-const ROUTES: Route[] = ['plain', 'pings', 'floor', 'manual', 'withlock', 'locked'];
+type Route = 'plain' | 'pings' | 'floor' | 'manual' | 'withlock' | 'intercepted' | 'locked';
+const ROUTES: Route[] = ['plain', 'pings', 'floor', 'manual', 'withlock', 'intercepted', 'locked'];
 /** The routes of the concurrent part. */
-const CONCURRENT = ['plain', 'floor', 'withlock', 'locked'] as const;
+const CONCURRENT = ['plain', 'floor', 'withlock', 'intercepted', 'locked'] as const;
 type ConcurrentRoute = (typeof CONCURRENT)[number];
 /**
  * Interleaved phases of the concurrent part: many short ones, so that the median of the
  * neighbouring routes' ratios holds on a machine other work loads in bursts.
  */
 const CONCURRENT_PHASES = 10;
+
+/**
+ * An interceptor that does nothing: what Nest's interceptor chain costs by itself (RxJS `defer` and
+ * `mergeAll`, two `AsyncResource.bind` per call), which any decorator that needs the request pays.
+ */
+@Injectable()
+class PassThroughInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler) {
+    return next.handle();
+  }
+}
 
 /** The floor route's release: compare-and-delete, as the raw reference of S1/S2 sends it. */
 const DEL_IF_EQUAL = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
@@ -53,6 +68,11 @@ export interface S5Metrics extends Record<string, number> {
   seqManualP50Us: number;
   /** The same route calling `LockService.withLock` by hand, same key and work: @Locked's bar. */
   seqWithLockP50Us: number;
+  /**
+   * The withLock route behind a pass-through interceptor: the same lock and the interceptor chain
+   * @Locked needs to reach the request, with nothing of ours in it — @Locked's floor.
+   */
+  seqInterceptedP50Us: number;
   seqLockedP50Us: number;
   seqAddedP50Us: number;
   seqAddedMeanUs: number;
@@ -72,30 +92,40 @@ export interface S5Metrics extends Record<string, number> {
   seqFloorCpuUs: number;
   seqManualCpuUs: number;
   seqWithLockCpuUs: number;
+  seqInterceptedCpuUs: number;
   seqLockedCpuUs: number;
   /** @Locked CPU per sequential request over the withLock route's (each repetition's ratio). */
   seqLockedVsWithLockCpu: number;
+  /** @Locked CPU per sequential request over the intercepted withLock route's. */
+  seqLockedVsInterceptedCpu: number;
   concPlainMeanUs: number;
   concFloorMeanUs: number;
   concWithLockMeanUs: number;
+  concInterceptedMeanUs: number;
   concLockedMeanUs: number;
   concAddedMeanUs: number;
   concAddedRtt: number;
   concPlainRps: number;
   concFloorRps: number;
   concWithLockRps: number;
+  concInterceptedRps: number;
   concLockedRps: number;
   /** @Locked requests/s over the withLock route's, at 16 concurrent (each phase's ratio, median). */
   concLockedVsWithLock: number;
+  /** @Locked requests/s over the intercepted withLock route's, at 16 concurrent (phase median). */
+  concLockedVsIntercepted: number;
   /** @Locked requests/s over the floor route's, at 16 concurrent (each phase's ratio, median). */
   concLockedVsFloor: number;
   /** CPU time of this process per request at 16 concurrent, µs (what bounds requests/s there). */
   concPlainCpuUs: number;
   concFloorCpuUs: number;
   concWithLockCpuUs: number;
+  concInterceptedCpuUs: number;
   concLockedCpuUs: number;
   /** @Locked CPU per request over the withLock route's, at 16 concurrent (phase ratios, median). */
   concLockedVsWithLockCpu: number;
+  /** @Locked CPU per request over the intercepted withLock route's, at 16 concurrent. */
+  concLockedVsInterceptedCpu: number;
   /** @Locked CPU per request over the floor route's, at 16 concurrent (each phase's ratio, median). */
   concLockedVsFloorCpu: number;
   non200: number;
@@ -113,15 +143,17 @@ function get(agent: Agent, port: number, path: string): Promise<number> {
 }
 
 /**
- * S5: one Nest app (express), six routes returning the same body: `plain` (undecorated),
+ * S5: one Nest app (express), seven routes returning the same body: `plain` (undecorated),
  * `pings` (two PINGs on the lock's connection: what two round trips cost inside a handler),
  * `floor` (undecorated, sends by hand on the lock's connection the two commands a lock needs at
  * least: `SET key token NX PX ttl`, then the compare-and-delete script by EVALSHA), `manual`
  * (LockService acquire + release inside the handler), `withlock` (`LockService.withLock` on the
- * same key, the same work inside: what @Locked is judged against) and `locked`
- * (`@Locked('bench:<id>')`). Every request uses a fresh id (uncontended). Sequential requests in
- * interleaved blocks, then 16 concurrent keep-alive loops on `plain`, `floor`, `withlock` and
- * `locked`, in 10 interleaved phases.
+ * same key, the same work inside: what @Locked is judged against), `intercepted` (the withlock
+ * route behind a pass-through interceptor: @Locked's floor, the chain it needs to reach the
+ * request with nothing of ours in it) and `locked` (`@Locked('bench:<id>')`). Every request uses
+ * a fresh id (uncontended). Sequential requests in interleaved blocks, then 16 concurrent
+ * keep-alive loops on `plain`, `floor`, `withlock`, `intercepted` and `locked`, in 10 interleaved
+ * phases.
  */
 export async function s5Once(
   url: string,
@@ -183,6 +215,12 @@ export async function s5Once(
       return this.locks.withLock(`bench:${id}`, () => ({ id }));
     }
 
+    @Get('intercepted/:id')
+    @UseInterceptors(PassThroughInterceptor)
+    intercepted(@Param('id') id: string) {
+      return this.locks.withLock(`bench:${id}`, () => ({ id }));
+    }
+
     @Get('locked/:id')
     @Locked('bench:<id>')
     async locked(@Param('id') id: string) {
@@ -232,6 +270,7 @@ export async function s5Once(
       floor: [],
       manual: [],
       withlock: [],
+      intercepted: [],
       locked: [],
     };
     const cpu: Record<Route, number> = {
@@ -240,6 +279,7 @@ export async function s5Once(
       floor: 0,
       manual: 0,
       withlock: 0,
+      intercepted: 0,
       locked: 0,
     };
     const block = 100;
@@ -256,12 +296,14 @@ export async function s5Once(
       plain: 0,
       floor: 0,
       withlock: 0,
+      intercepted: 0,
       locked: 0,
     });
     const conc: Record<ConcurrentRoute, number[]> = {
       plain: [],
       floor: [],
       withlock: [],
+      intercepted: [],
       locked: [],
     };
     const elapsed = zeros();
@@ -270,6 +312,8 @@ export async function s5Once(
     const lockedVsFloorCpu: number[] = [];
     const lockedVsWithLock: number[] = [];
     const lockedVsWithLockCpu: number[] = [];
+    const lockedVsIntercepted: number[] = [];
+    const lockedVsInterceptedCpu: number[] = [];
     const loops = 16;
     for (let phase = 0; phase < CONCURRENT_PHASES; phase++) {
       const rps = zeros();
@@ -298,6 +342,8 @@ export async function s5Once(
       lockedVsFloorCpu.push(perRequestCpu.locked / perRequestCpu.floor);
       lockedVsWithLock.push(rps.locked / rps.withlock);
       lockedVsWithLockCpu.push(perRequestCpu.locked / perRequestCpu.withlock);
+      lockedVsIntercepted.push(rps.locked / rps.intercepted);
+      lockedVsInterceptedCpu.push(perRequestCpu.locked / perRequestCpu.intercepted);
     }
 
     const rttUs = percentile(pings, 50);
@@ -314,6 +360,7 @@ export async function s5Once(
       seqFloorP50Us: p50('floor'),
       seqManualP50Us: p50('manual'),
       seqWithLockP50Us: p50('withlock'),
+      seqInterceptedP50Us: p50('intercepted'),
       seqLockedP50Us: p50('locked'),
       seqAddedP50Us,
       seqAddedMeanUs: mean(seq.locked) - mean(seq.plain),
@@ -327,26 +374,34 @@ export async function s5Once(
       seqFloorCpuUs: cpu.floor / seq.floor.length,
       seqManualCpuUs: cpu.manual / seq.manual.length,
       seqWithLockCpuUs: cpu.withlock / seq.withlock.length,
+      seqInterceptedCpuUs: cpu.intercepted / seq.intercepted.length,
       seqLockedCpuUs: cpu.locked / seq.locked.length,
       seqLockedVsWithLockCpu: cpu.locked / seq.locked.length / (cpu.withlock / seq.withlock.length),
+      seqLockedVsInterceptedCpu:
+        cpu.locked / seq.locked.length / (cpu.intercepted / seq.intercepted.length),
       concPlainMeanUs: mean(conc.plain),
       concFloorMeanUs: mean(conc.floor),
       concWithLockMeanUs: mean(conc.withlock),
+      concInterceptedMeanUs: mean(conc.intercepted),
       concLockedMeanUs: mean(conc.locked),
       concAddedMeanUs,
       concAddedRtt: concAddedMeanUs / rttUs,
       concPlainRps: conc.plain.length / (elapsed.plain / 1e6),
       concFloorRps: conc.floor.length / (elapsed.floor / 1e6),
       concWithLockRps: conc.withlock.length / (elapsed.withlock / 1e6),
+      concInterceptedRps: conc.intercepted.length / (elapsed.intercepted / 1e6),
       concLockedRps: conc.locked.length / (elapsed.locked / 1e6),
       concLockedVsFloor: median(lockedVsFloor),
       concLockedVsWithLock: median(lockedVsWithLock),
+      concLockedVsIntercepted: median(lockedVsIntercepted),
       concPlainCpuUs: concCpu.plain / conc.plain.length,
       concFloorCpuUs: concCpu.floor / conc.floor.length,
       concWithLockCpuUs: concCpu.withlock / conc.withlock.length,
+      concInterceptedCpuUs: concCpu.intercepted / conc.intercepted.length,
       concLockedCpuUs: concCpu.locked / conc.locked.length,
       concLockedVsFloorCpu: median(lockedVsFloorCpu),
       concLockedVsWithLockCpu: median(lockedVsWithLockCpu),
+      concLockedVsInterceptedCpu: median(lockedVsInterceptedCpu),
       non200,
     };
   } finally {

@@ -366,6 +366,8 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
     const handlerRtt = m.handlerRttUs;
     // Runs from before the withLock route lack its figures: leave its row and columns out.
     const withLock = m.seqWithLockP50Us !== undefined;
+    // Likewise the intercepted route (withLock behind a pass-through interceptor).
+    const intercepted = m.seqInterceptedP50Us !== undefined;
     const row = (name: string, p50: number, cpu: number): string[] => [
       name,
       n0(p50),
@@ -379,7 +381,7 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
     out.push(
       `## S5 — @Locked overhead on an HTTP route (Nest ${r.meta.versions['@nestjs/core']}, express, same process)`,
       '',
-      `${withLock ? 'Six' : 'Five'} routes in one app return the same body: undecorated; two PINGs on the lock's connection inside the handler (what two round trips cost in a request); the **floor route**, undecorated, which sends by hand on the lock's connection the two commands a lock needs at least (\`SET key token NX PX 30000\`, then a compare-and-delete script by EVALSHA), as information; \`LockService\` acquire + release inside the handler; ${withLock ? "the **withLock route**, `LockService.withLock('bench:<id>', …)` by hand with the same key and body — what the bar judges @Locked against; " : ''}\`@Locked('bench:<id>')\`. A fresh id per request (uncontended); ${n0(c.s5Sequential)} sequential requests per route in interleaved blocks of 100 over keep-alive, then ${n0(c.s5Concurrent)} per route from 16 concurrent loops (undecorated, floor, ${withLock ? 'withLock, ' : ''}@Locked) in 10 interleaved phases. The unit is the *handler RTT*: half the latency the two PINGs add to a request, p50 (${n0(handlerRtt)} µs; a PING in a tight loop on the same connection takes ${n0(m.rttUs)} µs).`,
+      `${intercepted ? 'Seven' : withLock ? 'Six' : 'Five'} routes in one app return the same body: undecorated; two PINGs on the lock's connection inside the handler (what two round trips cost in a request); the **floor route**, undecorated, which sends by hand on the lock's connection the two commands a lock needs at least (\`SET key token NX PX 30000\`, then a compare-and-delete script by EVALSHA), as information; \`LockService\` acquire + release inside the handler; ${withLock ? "the **withLock route**, `LockService.withLock('bench:<id>', …)` by hand with the same key and body — what the bar judges @Locked against; " : ''}${intercepted ? "the same withLock route behind an interceptor that does nothing — **@Locked's floor**: the lock and the interceptor chain @Locked needs to reach the request (RxJS, two `AsyncResource.bind` per call), nothing of ours; " : ''}\`@Locked('bench:<id>')\`. A fresh id per request (uncontended); ${n0(c.s5Sequential)} sequential requests per route in interleaved blocks of 100 over keep-alive, then ${n0(c.s5Concurrent)} per route from 16 concurrent loops (undecorated, floor, ${withLock ? 'withLock, ' : ''}${intercepted ? 'intercepted withLock, ' : ''}@Locked) in 10 interleaved phases. The unit is the *handler RTT*: half the latency the two PINGs add to a request, p50 (${n0(handlerRtt)} µs; a PING in a tight loop on the same connection takes ${n0(m.rttUs)} µs).`,
       '',
       table(
         [
@@ -400,6 +402,15 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
           ...(withLock
             ? [row('LockService.withLock in the handler', m.seqWithLockP50Us, m.seqWithLockCpuUs)]
             : []),
+          ...(intercepted
+            ? [
+                row(
+                  'withLock behind a pass-through interceptor',
+                  m.seqInterceptedP50Us,
+                  m.seqInterceptedCpuUs,
+                ),
+              ]
+            : []),
           row("@Locked('bench:<id>')", m.seqLockedP50Us, m.seqLockedCpuUs),
         ],
       ),
@@ -410,9 +421,11 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
           'undecorated',
           'floor',
           ...(withLock ? ['withLock'] : []),
+          ...(intercepted ? ['intercepted withLock'] : []),
           '@Locked',
           '@Locked / floor',
           ...(withLock ? ['@Locked / withLock'] : []),
+          ...(intercepted ? ['@Locked / intercepted'] : []),
         ],
         [
           [
@@ -420,27 +433,33 @@ export function render(r: Results, svgHref: string): { markdown: string; svg?: s
             n0(m.concPlainMeanUs),
             n0(m.concFloorMeanUs),
             ...(withLock ? [n0(m.concWithLockMeanUs)] : []),
+            ...(intercepted ? [n0(m.concInterceptedMeanUs)] : []),
             n0(m.concLockedMeanUs),
             f(m.concLockedMeanUs / m.concFloorMeanUs),
             ...(withLock ? [f(m.concLockedMeanUs / m.concWithLockMeanUs)] : []),
+            ...(intercepted ? [f(m.concLockedMeanUs / m.concInterceptedMeanUs)] : []),
           ],
           [
             'requests/s',
             n0(m.concPlainRps),
             n0(m.concFloorRps),
             ...(withLock ? [n0(m.concWithLockRps)] : []),
+            ...(intercepted ? [n0(m.concInterceptedRps)] : []),
             n0(m.concLockedRps),
             f(m.concLockedVsFloor),
             ...(withLock ? [f(m.concLockedVsWithLock)] : []),
+            ...(intercepted ? [f(m.concLockedVsIntercepted)] : []),
           ],
           [
             'CPU µs/request',
             n0(m.concPlainCpuUs),
             n0(m.concFloorCpuUs),
             ...(withLock ? [n0(m.concWithLockCpuUs)] : []),
+            ...(intercepted ? [n0(m.concInterceptedCpuUs)] : []),
             n0(m.concLockedCpuUs),
             f(m.concLockedVsFloorCpu),
             ...(withLock ? [f(m.concLockedVsWithLockCpu)] : []),
+            ...(intercepted ? [f(m.concLockedVsInterceptedCpu)] : []),
           ],
         ],
       ),
