@@ -272,8 +272,15 @@ function kindRows(r: Results, judged: (pass: boolean) => boolean | null): BarRow
     published: number,
     [nowMs, publishedMs]: [number, number | undefined],
   ): BarRow => {
-    // Runs of another length are not the same measure: shown, never judged.
-    const same = publishedMs === undefined || publishedMs === nowMs;
+    // Runs of another length, or on another processor, are not the same measure: shown, never
+    // judged (ops/s of one machine say nothing of another's).
+    const sameLength = publishedMs === undefined || publishedMs === nowMs;
+    const sameCpu = base.cpu === r.meta.cpu;
+    const notJudged = !sameLength
+      ? `; not judged: ${nowMs} ms runs here, ${publishedMs} ms in the published run`
+      : !sameCpu
+        ? `; not judged: this run is on ${r.meta.cpu}`
+        : '';
     return {
       criterion,
       bar: '≥ 1.00× the published figure',
@@ -283,8 +290,8 @@ function kindRows(r: Results, judged: (pass: boolean) => boolean | null): BarRow
           runs.map((v) => v / published),
           times,
         )}` +
-        (same ? '' : `; not judged: ${nowMs} ms runs here, ${publishedMs} ms in the published run`),
-      pass: same ? judged(now / published >= 1) : null,
+        notJudged,
+      pass: notJudged ? null : judged(now / published >= 1),
     };
   };
   if (r.rw && base.readOpsPerSec)
