@@ -77,7 +77,9 @@ t_check="$(since "$t0")"
 
 # The ESM app sits inside the install, so its imports resolve from the same node_modules; its own
 # package.json only says "type": "module". tsc checks it, and the packed declarations it imports,
-# under module/moduleResolution nodenext, as an ESM user's build would.
+# under module/moduleResolution nodenext, as an ESM user's build would. ioredis 6.1's declarations
+# import `redis-errors` without shipping its types: under `strict` without `skipLibCheck`, a user
+# needs `@types/redis-errors`, as this app does (package.json).
 STEP="esm tsc"
 t0="$(now)"
 mkdir -p "$WORK/app/esm"
