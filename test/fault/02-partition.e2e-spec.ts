@@ -56,8 +56,9 @@ async function isolatedClient(): Promise<{ proxy: TcpProxy; locks: LockService }
   const proxy = await startTcpProxy(server.port);
   proxies.push(proxy);
   const locks = serviceThrough(proxy);
-  // A budget to connect in: on a loaded machine the first command can outlast commandTimeout.
-  const warmUp = await locks.acquire(`warm-up:${proxy.port}`, { wait: 10_000 });
+  // A budget to connect in, and a lease to match: on a loaded machine the first command can
+  // outlast commandTimeout, and a lease of TTL could run out before extend() runs.
+  const warmUp = await locks.acquire(`warm-up:${proxy.port}`, { wait: 10_000, ttl: 10_000 });
   await warmUp.extend();
   await warmUp.release();
   return { proxy, locks };

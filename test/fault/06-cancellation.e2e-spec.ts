@@ -35,8 +35,10 @@ beforeAll(async () => {
   locks = new LockService({ redis: proxy.url, prefix: PREFIX, ttl: TTL, retryJitter: 5 });
   holders = new LockService({ redis: server.url, prefix: PREFIX, ttl: TTL });
   // Load every script (acquire, extend, release), so what the proxy sees is what runs: a
-  // NOSCRIPT answer makes the library send the command again as EVAL.
-  const warmUp = await locks.acquire('warm-up');
+  // NOSCRIPT answer makes the library send the command again as EVAL. A long lease and a wait:
+  // connecting plus a first EVAL can outlast TTL on a loaded machine, losing the lease before
+  // extend() runs.
+  const warmUp = await locks.acquire('warm-up', { ttl: 10_000, wait: 10_000 });
   await warmUp.extend();
   await warmUp.release();
 });
