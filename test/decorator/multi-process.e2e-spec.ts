@@ -45,22 +45,18 @@ async function race(workers: Worker[], prefix: string, redis: Redis): Promise<In
   });
 }
 
-/** Pairs of intervals that overlap in time. */
 /**
- * Two processes' clocks (timeOrigin + now) may disagree by a fraction of a millisecond, and a
- * hand-off takes about that long: an overlap must exceed this to count. A real one spans the
- * 8 ms critical section (and the counter check catches it regardless).
+ * Pairs of intervals that overlap in time. The workers stamp them on the host's one monotonic
+ * clock (`hostNow`), and a lock is released only after its holder stamped its end: any overlap
+ * is real.
  */
-const CROSS_PROCESS_CLOCK_TOLERANCE_MS = 2;
-
 function overlaps(intervals: Interval[]): [Interval, Interval][] {
   const sorted = [...intervals].sort((a, b) => a.start - b.start);
   const found: [Interval, Interval][] = [];
   for (const [i, next] of sorted.entries()) {
     const previous = sorted[i - 1];
     if (!previous) continue;
-    const tolerance = previous.pid === next.pid ? 0 : CROSS_PROCESS_CLOCK_TOLERANCE_MS;
-    if (next.start + tolerance < previous.end) found.push([previous, next]);
+    if (next.start < previous.end) found.push([previous, next]);
   }
   return found;
 }

@@ -64,7 +64,4 @@ export function eventsOf(outputs: readonly string[]): LeaderEvent[] {
   return events.sort((a, b) => a.at - b.at);
 }
 
-/** The ms of `performance.timeOrigin + performance.now()`: the clock the workers stamp with. */
-export function hostNow(): number {
-  return performance.timeOrigin + performance.now();
-}
+export { hostNow } from '../support/host-clock';
