@@ -315,8 +315,8 @@ describe('fair mode', () => {
     let settled = false;
     void acquired.then(() => (settled = true));
     await sleep(50);
-    expect(settled).toBe(false); // still waiting: the holder has it
-    expect(await redis.get(keyOf('stale'))).toBe(holder.token);
+    expect(settled).toBe(false); // still waiting: the holder has it (marked as waited for)
+    expect(await redis.get(keyOf('stale'))).toBe(`*${holder.token}`);
     await holder.release();
     const lock = await acquired;
     expect(lock.token).toBe(token);

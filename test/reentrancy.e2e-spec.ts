@@ -53,8 +53,8 @@ describe('counted re-entrant holds', () => {
 
     // The outer returned; the inner still runs under the same lock, so nobody else gets in.
     expect(innerLock?.fence).toBe(outerFence);
-    expect(await acquiredBy(other, 'fire-and-forget')).toBe(false);
-    expect(await redis.get(keyOf('fire-and-forget'))).toBe(innerLock!.token);
+    expect(await acquiredBy(other, 'fire-and-forget')).toBe(false); // refused: marks the lease
+    expect(await redis.get(keyOf('fire-and-forget'))).toBe(`*${innerLock!.token}`);
     expect(innerLock!.isHeld).toBe(true);
 
     gate.release();

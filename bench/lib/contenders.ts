@@ -142,24 +142,37 @@ function rawReference(pollMs: number): Contender {
 
 /**
  * Acquire: `SET NX PX`, then the fence counter (same hash slot) counts up and lives a day past the
- * lease. A counter that does not exist yet (first use, expired, lost to a restart) starts from
- * Redis' clock in µs, so fences keep counting up across its loss, as ours do. Busy: the lock's
- * remaining lease, so a waiter knows when to look again without a message.
+ * lease. A counter that does not exist yet (first use, expired, lost to a restart) starts from the
+ * `since` (ms) the value carries, in µs, so fences keep counting up across its loss, as ours do.
+ * Busy: the holder is marked as waited for (`*` before its value, TTL kept), so its release wakes
+ * the waiters, and the answer is the lock's remaining lease, so a waiter knows when to look again
+ * without a message.
  */
 const FENCED_ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = redis.call('INCR', KEYS[2])
   if fence == 1 then
-    local now = redis.call('TIME')
-    fence = now[1] * 1000000 + now[2]
+    fence = tonumber(ARGV[4]) * 1000
     redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3])
   else
     redis.call('PEXPIRE', KEYS[2], ARGV[3])
   end
   return {1, fence}
 end
+local holder = redis.call('GET', KEYS[1])
+if holder and string.byte(holder, 1) ~= 42 then
+  redis.call('SET', KEYS[1], '*' .. holder, 'KEEPTTL')
+end
 return {0, redis.call('PTTL', KEYS[1])}`;
-/** Release: compare-and-delete, and the wake-up message on `<key>:released` (ours' channel). */
-const FENCED_RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+/**
+ * Release: compare-and-delete, and the wake-up message on `<key>:released` (ours' channel) when a
+ * refused try marked the lease.
+ */
+const FENCED_RELEASE = `local value = redis.call('GET', KEYS[1])
+if value == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+if value == '*' .. ARGV[1] then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', KEYS[1] .. ':released', ARGV[1])
   return 1
@@ -175,6 +188,7 @@ type FencedClient = Redis & {
     value: string,
     ttl: number,
     fenceTtl: number,
+    sinceMs: number,
   ): Promise<[granted: 0 | 1, fenceOrPttl: number]>;
   benchFencedRelease(lockKey: string, value: string): Promise<0 | 1>;
 };
@@ -190,8 +204,8 @@ function fencedFloor(): Contender {
     library: 'fenced floor (hand-written)',
     variant: 'reference',
     settings:
-      `acquire: one EVALSHA (SET key "token:instance:since" NX PX ${TTL}, INCR key:fence, PEXPIRE key:fence ${TTL} + ${FENCE_RETENTION_MS} (a new counter: TIME, SET key:fence <µs> PX instead); ` +
-      `busy → PTTL); release: one EVALSHA (GET = value → DEL, PUBLISH key:released); ` +
+      `acquire: one EVALSHA (SET key "token:instance:since" NX PX ${TTL}, INCR key:fence, PEXPIRE key:fence ${TTL} + ${FENCE_RETENTION_MS} (a new counter: SET key:fence <since µs> PX instead); ` +
+      `busy → mark the holder (SET KEEPTTL), PTTL); release: one EVALSHA (GET = value → DEL, and PUBLISH key:released when marked); ` +
       `waiters SUBSCRIBE key:released before they try, and retry on the message or when the lease ends`,
     async open(url) {
       const client = connect(url) as FencedClient;
@@ -237,13 +251,15 @@ function fencedFloor(): Contender {
           const fenceTtl = TTL + FENCE_RETENTION_MS;
           /** One try; the value names the holder: token, instance, since (ms). */
           const attempt = async (): Promise<{ held?: Held; pttl: number }> => {
-            const value = `${token}:${instance}:${Date.now()}`;
+            const since = Date.now();
+            const value = `${token}:${instance}:${since}`;
             const [granted, fenceOrPttl] = await client.benchFencedAcquire(
               lockKey,
               fenceKey,
               value,
               TTL,
               fenceTtl,
+              since,
             );
             return granted === 1
               ? { held: { release: () => client.benchFencedRelease(lockKey, value) }, pttl: 0 }

@@ -14,7 +14,7 @@ export class MemoryAcquireAll {
     const now = this.keys.now();
     const busyFor = (k: LockRedisKeys, token: string | undefined): number | undefined => {
       const holder = this.keys.lease(k);
-      if (holder !== undefined && holder.token !== token) return this.keys.pttlOf(holder);
+      if (holder !== undefined && holder.token !== token) return this.keys.refusedBy(holder);
       // Readers or a semaphore's permits hold the name.
       const sharesUntil = this.keys.sharesUntil(k.lock);
       return sharesUntil === undefined ? undefined : Math.max(0, sharesUntil - now);

@@ -7,6 +7,8 @@ interface Expiring {
 }
 export interface Lease extends Expiring {
   token: string;
+  /** A refused try marked it (the scripts' `*` before the token): its release publishes. */
+  waited?: boolean;
   /** The holder record, which Redis keeps in a key of its own with the lease's expiry. */
   holder?: LockHolderInfo;
 }
@@ -78,6 +80,15 @@ export class MemoryKeyspace {
   /** The fence counter as it stands (0 when it lapsed or never existed). */
   fence(keys: LockRedisKeys): number {
     return this.live(this.counters, keys.fence)?.value ?? 0;
+  }
+
+  /**
+   * A try refused by `lease`: marks it as waited for, so its release publishes (waited.lua), and
+   * answers its PTTL.
+   */
+  refusedBy(lease: Lease): number {
+    lease.waited = true;
+    return this.pttlOf(lease);
   }
 
   /** PTTL: whole ms left, 0 in the last one. */

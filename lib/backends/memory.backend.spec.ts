@@ -102,6 +102,7 @@ describe('MemoryLockBackend (fake timers drive its clock)', () => {
   describe('release, forceRelease and their messages', () => {
     it('deletes its own lock and publishes the releasing token, on a later promise job', async () => {
       await backend.acquire(keys, 'a', 1_000);
+      expect(await backend.acquire(keys, 'b', 1_000)).toBeLessThan(0); // refused: marks a's lease
       expect(await backend.release(keys, 'b')).toBe(false);
       const released = backend.release(keys, 'a');
       expect(heard).toEqual([]); // never inside the publishing call
@@ -121,12 +122,20 @@ describe('MemoryLockBackend (fake timers drive its clock)', () => {
       expect(heard).toEqual([`${keys.channel} 1`]);
     });
 
+    it('publishes nothing for a lease no try was refused by', async () => {
+      await backend.acquire(keys, 'a', 1_000);
+      expect(await backend.release(keys, 'a')).toBe(true);
+      await flush();
+      expect(heard).toEqual([]);
+    });
+
     it('reaches only subscribers of that channel, and none after unsubscribe or close', async () => {
       const other = backend.createPubSub();
       const otherHeard: string[] = [];
       other.onMessage((_, message) => otherHeard.push(message));
       await other.subscribe('elsewhere');
       await backend.acquire(keys, 'a', 1_000);
+      await backend.acquire(keys, 'x', 1_000); // refused: marks the lease, so its release publishes
       await backend.release(keys, 'a');
       await flush();
       expect(otherHeard).toEqual([]);
@@ -136,6 +145,7 @@ describe('MemoryLockBackend (fake timers drive its clock)', () => {
       other.close();
       expect(backend.subscriberCount(keys.channel)).toBe(1);
       await backend.acquire(keys, 'b', 1_000);
+      await backend.acquire(keys, 'x', 1_000);
       await backend.release(keys, 'b');
       await flush();
       expect(otherHeard).toEqual([]);

@@ -284,6 +284,7 @@ describe('RedlockBackend over in-memory nodes', () => {
     pubsub.onMessage((_, message) => heard.push(message));
     await pubsub.subscribe(keys.channel);
     await nodes[2]!.backend.acquire(keys, 'a', 1_000);
+    await nodes[2]!.backend.acquire(keys, 'b', 1_000); // refused there: a's release publishes
     await nodes[2]!.backend.release(keys, 'a');
     await new Promise((resolve) => setImmediate(resolve));
     expect(heard).toEqual(['a']);

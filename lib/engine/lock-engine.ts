@@ -113,6 +113,10 @@ export class LockEngine implements LockOperations<HeldLock> {
       shardOf ? (lock) => shardOf.call(backend, lock.redisKeys) : undefined,
     );
     this.notifier = new ReleaseNotifier(() => backend.createPubSub(), this.logger);
+    // A release publishes only when a refused try marked its lease (waited.lua), and a server
+    // that restarted or failed over may have lost that mark, as it may have lost a message: every
+    // waiter tries again (marking the lease anew) rather than sleeping until the lease ends.
+    connections.onReconnected(() => this.notifier.wakeAll());
     const bounded = this.bounded.bind(this);
     this.releaser = new LeaseReleaser(backend, this.fairBackend, this.notifier, bounded);
     this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);

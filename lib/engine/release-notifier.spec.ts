@@ -44,6 +44,7 @@ describe('ReleaseNotifier (in-memory backend, fake timers)', () => {
   /** Another process holds `of` and releases it: its message carries a token we never sent. */
   async function releasedElsewhere(of = keys): Promise<void> {
     await backend.acquire(of, 'elsewhere', 1_000);
+    await backend.acquire(of, 'refused', 1_000); // marks it as waited for: its release publishes
     await backend.release(of, 'elsewhere');
     await flush();
   }

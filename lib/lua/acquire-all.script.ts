@@ -1,6 +1,7 @@
-import { nextFenceLua } from './fence.lua';
+import { nextFenceLua, sinceOfTokenLua } from './fence.lua';
 import { lockTypeLua } from './lock-type.lua';
 import { LuaScript } from './lua-script';
+import { isLeaseLua, markWaitedLua } from './waited.lua';
 
 /**
  * Acquires several locks in one atomic step: all of them, or none. Used on one Redis (and on a
@@ -37,8 +38,10 @@ ${lockTypeLua('lockKey', 'clockMs()')}
   if lockType == 'zset' then return { 0, i, math.max(0, sharesLeft) } end
   if lockType ~= 'none' then
     -- Any other type but a string raises WRONGTYPE in the GET, as a foreign value always has.
-    if redis.call('GET', lockKey) ~= ARGV[2 + i] then
-      local pttl = redis.call('PTTL', lockKey)
+    local holder = redis.call('GET', lockKey)
+    if not ${isLeaseLua('holder', 'ARGV[2 + i]')} then
+      -- Its release must wake us.
+${markWaitedLua('lockKey', 'holder')}      local pttl = redis.call('PTTL', lockKey)
       if pttl < 0 then pttl = 0 end
       return { 0, i, pttl }
     end
@@ -55,7 +58,7 @@ for i = 1, count do
     fences[i + 1] = tonumber(redis.call('GET', fenceKey))
   else
     redis.call('SET', lockKey, token, 'PX', leaseMs)
-${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', undefined, sinceOfTokenLua('token'))}
     fences[i + 1] = fence
   end
 end

@@ -3,6 +3,7 @@ import { LuaScript } from './lua-script';
 import { nowMsLua } from './permit.lua';
 import type { PublishCommand } from './lua-script';
 import { heldSharesLua } from './share-holders.lua';
+import { unmarkedLua } from './waited.lua';
 
 /**
  * Administrative removal of every holder of every kind of lock on one key, whoever holds it, in
@@ -48,7 +49,7 @@ local limitKey, permitFenceKey, permitHoldersKey = KEYS[5], KEYS[6], KEYS[7]
 local publish, channel = ARGV[1], ARGV[2]
 ${nowMsLua}
 local token = redis.pcall('GET', lockKey)
-if type(token) ~= 'string' then token = false end
+if type(token) ~= 'string' then token = false else token = ${unmarkedLua('token')} end
 ${readHolderLua('holderKey', 'token')}
 -- What is removed, read first: the live readers or permits (their limit says which), with
 -- their records.

@@ -2,6 +2,7 @@ import { readHolderLua } from './holder.lua';
 import { LuaScript } from './lua-script';
 import { nowMsLua } from './permit.lua';
 import { heldSharesLua } from './share-holders.lua';
+import { unmarkedLua } from './waited.lua';
 
 /**
  * Reads every kind of lock on one key for inspection, in one atomic step (their keys share the
@@ -58,8 +59,10 @@ local readerHoldersKey, writersWaitingKey = KEYS[6], KEYS[7]
 local limitKey, permitFenceKey, permitHoldersKey = KEYS[8], KEYS[9], KEYS[10]
 local permitQueueKey, permitWaiterIdsKey = KEYS[11], KEYS[12]
 ${nowMsLua}
+-- The holder's token, without the mark of a refused try (waited.lua): Redlock compares it across
+-- nodes, where one may be marked and another not.
 local token = redis.pcall('GET', lockKey)
-if type(token) ~= 'string' then token = false end
+if type(token) ~= 'string' then token = false else token = ${unmarkedLua('token')} end
 ${readHolderLua('holderKey', 'token')}
 -- A fair queue, first come first: arrival (µs) and instance id of each waiter.
 local function queued(queue, ids)

@@ -1,4 +1,5 @@
 import { foreignSharesLua, shareTypeLua } from './lock-type.lua';
+import { markWaitedLua } from './waited.lua';
 
 /**
  * Lua shared by the semaphore scripts. A semaphore is a sorted set of its holders' tokens, each
@@ -65,7 +66,9 @@ local othersLeft
 do
 ${shareTypeLua(permitsKey, limitKey)}
   if lockType == 'string' then
-    othersLeft = math.max(0, redis.call('PTTL', ${permitsKey}))
+    -- A mutex's or writer's lease: its release must wake us.
+    local holder = redis.call('GET', ${permitsKey})
+${markWaitedLua(permitsKey, 'holder')}    othersLeft = math.max(0, redis.call('PTTL', ${permitsKey}))
   elseif lockType == 'zset' then
 ${foreignSharesLua(permitsKey, 'now')}
     if lockType == 'zset' then othersLeft = sharesLeft end

@@ -1,4 +1,5 @@
 import { LuaScript } from './lua-script';
+import { isLeaseLua } from './waited.lua';
 
 /**
  * Redlock: writes a grant's fence (the highest counter among the granting nodes) back to a node
@@ -16,7 +17,8 @@ export const raiseFenceScript = new LuaScript<
   `
 local lockKey, fenceKey = KEYS[1], KEYS[2]
 local token, fence = ARGV[1], ARGV[2]
-if redis.call('GET', lockKey) ~= token then return 0 end
+local value = redis.call('GET', lockKey)
+if not ${isLeaseLua('value', 'token')} then return 0 end
 local current = tonumber(redis.call('GET', fenceKey))
 -- No counter (lost since the grant): the next grant here starts from the clock, above the fence.
 if current and current < tonumber(fence) then

@@ -1,4 +1,5 @@
 import { LuaScript } from './lua-script';
+import { isLeaseLua } from './waited.lua';
 
 /**
  * Redlock's batch renewal on one node: compare-and-pexpire, and repair where the key is missing.
@@ -29,7 +30,7 @@ for i = 1, #KEYS / 3 do
   local keep = string.format('%d', tonumber(leaseMs) + fenceRetentionMs)
   -- pcall: a foreign value of another type (WRONGTYPE) counts as another holder, for this lock only.
   local value = redis.pcall('GET', lockKey)
-  if value == token then
+  if ${isLeaseLua('value', 'token')} then
     redis.call('PEXPIRE', fenceKey, keep)
     redis.call('PEXPIRE', holderKey, leaseMs)
     replies[i] = redis.call('PEXPIRE', lockKey, leaseMs)

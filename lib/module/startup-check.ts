@@ -169,22 +169,29 @@ async function inspectNode(node: ClientWatch, timeout: number): Promise<NodeInfo
   );
 }
 
-/** Takes and releases the probe lock: the scripts, their commands and PUBLISH under the ACL. */
+/**
+ * Takes the probe lock, is refused it once (which marks it as waited for), and releases it: the
+ * scripts, their commands and PUBLISH — which a release runs only for a waited-for lock — under
+ * the ACL.
+ */
 async function probeLockCommands(
   engine: LockEngine,
   timeout: number,
 ): Promise<RedisLockError | undefined> {
   try {
-    const outcome = await engine.acquire({
+    const signal = AbortSignal.timeout(timeout);
+    const request = {
       key: PROBE_KEY,
       ttl: Math.max(1_000, 2 * timeout),
       wait: 0,
       maxHold: Infinity,
       renew: false,
-      signal: AbortSignal.timeout(timeout),
-    });
+      signal,
+    };
+    const outcome = await engine.acquire(request);
     // Busy is fine: another instance is checking right now, and the script ran.
     if ('lock' in outcome) {
+      await engine.acquire(request); // refused: the release below publishes
       await outcome.lock.release();
       await forgetProbe(engine);
     }

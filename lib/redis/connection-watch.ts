@@ -15,10 +15,15 @@ export class ClientWatch {
   /** An error no reconnect fixes (credentials); cleared only by a successful connection. */
   private finalError?: Error;
   private readonly listeners = new Set<() => void>();
+  private readonly reconnectListeners = new Set<() => void>();
   private readonly onReady = (): void => {
+    const again = this.everReady;
     this.everReady = true;
     this.finalError = undefined;
+    if (again) this.reconnected();
   };
+  /** A Cluster dropped a node from its pool (a failover or a reshard moved its slots away). */
+  private readonly onNodeGone = (): void => this.reconnected();
   private readonly onError = (error: Error): void => {
     this.lastError = error;
     if (isCredentialsError(error)) this.finalError = error;
@@ -32,12 +37,26 @@ export class ClientWatch {
     this.everReady = client.status === 'ready';
     client.on('ready', this.onReady);
     client.on('error', this.onError);
+    client.on('-node', this.onNodeGone);
   }
 
   /** Stops watching: takes back the listeners added to the client (it may be the app's own). */
   detach(): void {
     this.client.off('ready', this.onReady);
     this.client.off('error', this.onError);
+    this.client.off('-node', this.onNodeGone);
+  }
+
+  /**
+   * Calls `listener` when the client came back after losing its server, or (a Cluster) lost a
+   * node: a server that restarted or failed over may have lost what it had not yet replicated.
+   */
+  onReconnected(listener: () => void): void {
+    this.reconnectListeners.add(listener);
+  }
+
+  private reconnected(): void {
+    for (const listener of this.reconnectListeners) listener();
   }
 
   /** Whether the client has been ready at least once since it was created. */
@@ -73,6 +92,11 @@ export class ConnectionWatch {
   /** Stops watching every node's client (at close). */
   detach(): void {
     for (const node of this.nodes) node.detach();
+  }
+
+  /** Calls `listener` whenever a node's client came back, or a Cluster lost a node. */
+  onReconnected(listener: () => void): void {
+    for (const node of this.nodes) node.onReconnected(listener);
   }
 
   /** A fresh error naming each blocked address and its cause, when too few nodes are usable. */

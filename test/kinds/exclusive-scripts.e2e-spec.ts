@@ -65,15 +65,12 @@ beforeEach(async () => {
 });
 
 describe('acquireScript', () => {
-  it('grants a new counter its first fence from Redis clock in µs, and every key expires', async () => {
-    const own = token();
-    const before = await redis.micros();
+  it('grants a new counter its first fence from the since its token carries, in µs, and every key expires', async () => {
+    const since = Date.now() - 5_000; // not now: the fence comes from the token, not a clock
+    const own = `${randomBytes(16).toString('hex')} ${since} ${INSTANCE}`;
     const fence = await acquire(own);
-    const after = await redis.micros();
 
-    expect(typeof fence).toBe('number');
-    expect(fence).toBeGreaterThanOrEqual(before);
-    expect(fence).toBeLessThanOrEqual(after);
+    expect(fence).toBe(since * 1_000);
     expect(await redis.client.get(keys.lock)).toBe(own);
     expect(await redis.client.get(keys.fence)).toBe(String(fence));
     const ttls = await expectAllExpire(redis, prefix);
@@ -84,6 +81,14 @@ describe('acquireScript', () => {
     expect(ttls[keys.fence]).toBeLessThanOrEqual(LEASE + RETENTION);
   });
 
+  it('starts a new counter from Redis clock in µs for a token that carries no since', async () => {
+    const before = await redis.micros();
+    const fence = await acquire(randomBytes(16).toString('hex'));
+    const after = await redis.micros();
+    expect(fence).toBeGreaterThanOrEqual(before);
+    expect(fence).toBeLessThanOrEqual(after);
+  });
+
   it('counts fences up while the counter lives', async () => {
     const first = token();
     const fence = (await acquire(first)) as number;
@@ -91,20 +96,27 @@ describe('acquireScript', () => {
     expect(await acquire(token())).toBe(fence + 1);
   });
 
-  it('answers busy with the lease left, and leaves the holder alone (control: a foreign token)', async () => {
+  it('answers busy with the lease left, and marks the holder as waited for: lease and fence kept', async () => {
     const holder = token();
     const fence = (await acquire(holder)) as number;
+    expect(await redis.client.get(keys.lock)).toBe(holder); // unmarked until a try is refused
     const busy = (await acquire(token('instance-b'))) as number;
 
     expect(busy).toBeLessThan(0);
     expect(-busy).toBeLessThanOrEqual(LEASE);
-    expect(await redis.client.get(keys.lock)).toBe(holder);
+    expect(await redis.client.get(keys.lock)).toBe(`*${holder}`);
+    expect(await redis.client.pttl(keys.lock)).toBeGreaterThan(0);
     expect(await redis.client.get(keys.fence)).toBe(String(fence));
+    // Marked once: a second refused try leaves it as it is.
+    await acquire(token('instance-c'));
+    expect(await redis.client.get(keys.lock)).toBe(`*${holder}`);
   });
 
-  it('answers a re-sent grant with the same fence, counting nothing up', async () => {
+  it('answers a re-sent grant with the same fence, counting nothing up, marked or not', async () => {
     const own = token();
     const fence = await acquire(own);
+    expect(await acquire(own)).toBe(fence);
+    await acquire(token('instance-b')); // marks it
     expect(await acquire(own)).toBe(fence);
     expect(await redis.client.get(keys.fence)).toBe(String(fence));
   });
@@ -176,9 +188,18 @@ describe('acquireScript', () => {
 });
 
 describe('releaseScript', () => {
-  it('deletes our own lock and publishes our token on <lock>:released', async () => {
+  it('deletes our own lock and publishes nothing when no try was refused meanwhile', async () => {
     const own = token();
     await acquire(own);
+    expect(await release(own)).toBe(1);
+    expect(await redis.client.exists(keys.lock)).toBe(0);
+    expect(await redis.published(keys.channel)).toEqual([]);
+  });
+
+  it('publishes our token on <lock>:released once a refused try marked the lease', async () => {
+    const own = token();
+    await acquire(own);
+    await acquire(token('instance-b')); // refused: marks it
     expect(await release(own)).toBe(1);
     expect(await redis.client.exists(keys.lock)).toBe(0);
     expect(await redis.published(keys.channel)).toEqual([own]);
@@ -187,8 +208,9 @@ describe('releaseScript', () => {
   it('refuses a foreign token: the lock stays, nothing is published (control)', async () => {
     const own = token();
     await acquire(own);
+    await acquire(token('instance-c')); // marked: a foreign release must still not publish
     expect(await release(token('instance-b'))).toBe(0);
-    expect(await redis.client.get(keys.lock)).toBe(own);
+    expect(await redis.client.get(keys.lock)).toBe(`*${own}`);
     expect(await redis.published(keys.channel)).toEqual([]);
   });
 
@@ -227,7 +249,7 @@ describe('releaseScript', () => {
 });
 
 describe('what an uncontended acquire and release run inside Lua', () => {
-  it('is SET NX PX, INCR and PEXPIRE of the fence, then GET, DEL and PUBLISH: nothing of other kinds', async () => {
+  it('is SET NX PX, INCR and PEXPIRE of the fence, then GET and DEL: nothing of other kinds', async () => {
     const warm = token();
     await acquire(warm); // the counter exists: the steady state of a key used before
     await release(warm);
@@ -236,7 +258,26 @@ describe('what an uncontended acquire and release run inside Lua', () => {
       await acquire(own);
       await release(own);
     });
-    expect(ran).toEqual({ set: 1, incr: 1, pexpire: 1, get: 1, del: 1, publish: 1 });
+    expect(ran).toEqual({ set: 1, incr: 1, pexpire: 1, get: 1, del: 1 });
+  });
+
+  it('is SET NX PX, INCR and a SET of the new counter, then GET and DEL, on a key never used', async () => {
+    const ran = await commandsRunBy(redis.client, async () => {
+      const own = token();
+      await acquire(own);
+      await release(own);
+    });
+    expect(ran).toEqual({ set: 2, incr: 1, get: 1, del: 1 });
+  });
+
+  it('adds the PUBLISH only when a try was refused meanwhile (control)', async () => {
+    const ran = await commandsRunBy(redis.client, async () => {
+      const own = token();
+      await acquire(own);
+      await acquire(token('instance-b'));
+      await release(own);
+    });
+    expect(ran.publish).toBe(1);
   });
 });
 
@@ -255,6 +296,15 @@ describe('extendScript', () => {
     expect(ttls[keys.fence]).toBeLessThanOrEqual(5_000 + RETENTION);
   });
 
+  it('renews a lease a refused try marked: it is still ours', async () => {
+    const own = token();
+    await acquire(own, 300);
+    await acquire(token('instance-b'));
+    expect(await extend(own, 5_000)).toBe(1);
+    expect(await redis.client.pttl(keys.lock)).toBeGreaterThan(300);
+    expect(await redis.client.get(keys.lock)).toBe(`*${own}`);
+  });
+
   it('refuses a foreign token and leaves the lease as it was (control)', async () => {
     await acquire(token(), 300);
     expect(await extend(token('instance-b'), 5_000)).toBe(0);
@@ -269,6 +319,12 @@ describe('renewManyScript', () => {
     const foreign = lockRedisKeys(prefix, 'foreign-type');
     const own = token();
     await acquireScript.run(redis.client, [ours.lock, ours.fence], [own, 300, 300 + RETENTION]);
+    // Refused there: ours is marked as waited for, and still ours.
+    await acquireScript.run(
+      redis.client,
+      [ours.lock, ours.fence],
+      [token('instance-b'), 300, 300 + RETENTION],
+    );
     await acquireScript.run(
       redis.client,
       [theirs.lock, theirs.fence],
@@ -348,9 +404,9 @@ describe('fair mode', () => {
   it('refuses a foreign release: no hand-off, nothing published (control)', async () => {
     const holder = token();
     await fairAcquire(holder, '1');
-    await fairAcquire(token('instance-b'), '1');
+    await fairAcquire(token('instance-b'), '1'); // queued, and the holder marked as waited for
     expect(await fairRelease(token('instance-c'))).toBe(0);
-    expect(await redis.client.get(keys.lock)).toBe(holder);
+    expect(await redis.client.get(keys.lock)).toBe(`*${holder}`);
     expect(await redis.published(keys.channel)).toEqual([]);
   });
 

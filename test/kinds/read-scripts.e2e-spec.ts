@@ -126,12 +126,15 @@ describe('readAcquireScript', () => {
     expect(await redis.client.hget(keys.readerHolders, own)).toBe(record);
   });
 
-  it('refuses readers while a writer holds, with its lease left', async () => {
-    await write(token());
+  it('refuses readers while a writer holds, with its lease left, marking it so it publishes', async () => {
+    const writer = token();
+    await write(writer);
     const refused = await read(token());
     expect(refused).toBeLessThan(0);
     expect(-refused).toBeLessThanOrEqual(LEASE);
-    expect(await redis.client.type(keys.lock)).toBe('string');
+    expect(await redis.client.get(keys.lock)).toBe(`*${writer}`);
+    expect(await releaseScript.run(redis.client, [keys.lock], [writer, 'PUBLISH'])).toBe(1);
+    expect(await redis.published(keys.channel)).toEqual([writer]);
   });
 
   it('refuses new readers while a writer waits, until it leaves and wakes them', async () => {

@@ -347,6 +347,13 @@ describe('another kind under the lock name', () => {
     expect((await held()).filter((name) => !name.includes(':permits:'))).toEqual(before);
   });
 
+  it("marks a mutex's lease it was refused by, so that the mutex's release wakes it", async () => {
+    const holder = token();
+    await takeMutex(holder, 1_500);
+    expect(await take(token())).toBeLessThan(0);
+    expect(await redis.client.get(keys.lock)).toBe(`*${holder}`);
+  });
+
   it('takes the name over from readers whose every lease has ended, deleting their set', async () => {
     const crashed = token();
     await takeRead(crashed, 100);

@@ -100,15 +100,16 @@ describe('Redlock over independent primaries', () => {
 
         const lock = await locks.tryAcquire(key);
         actual.push(`${label} ${lock ? 'granted' : 'refused'}`);
-        // Foreign holders are never touched; free nodes hold our token only when granted.
+        // Foreign holders keep their lease, only marked as waited for (their release then wakes
+        // waiters); free nodes hold our token only when granted.
         const values = await Promise.all(range(count).map((i) => clients[i]!.get(lease)));
         expect(values).toEqual(
-          occupied.map((taken) => (taken ? 'foreign' : (lock?.token ?? null))),
+          occupied.map((taken) => (taken ? '*foreign' : (lock?.token ?? null))),
         );
         if (lock) {
           expect(await lock.release()).toBe(true);
           const after = await Promise.all(range(count).map((i) => clients[i]!.get(lease)));
-          expect(after).toEqual(occupied.map((taken) => (taken ? 'foreign' : null)));
+          expect(after).toEqual(occupied.map((taken) => (taken ? '*foreign' : null)));
         }
       }
       expect(actual).toEqual(expected);

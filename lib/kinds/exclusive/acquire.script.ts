@@ -1,7 +1,8 @@
-import { nextFenceLua } from '../../lua/fence.lua';
+import { nextFenceLua, sinceOfTokenLua } from '../../lua/fence.lua';
 import { LuaScript } from '../../lua/lua-script';
 import { lockTypeLua } from '../../lua/lock-type.lua';
 import { coverLua } from '../../lua/read-fence.lua';
+import { isLeaseLua, markWaitedLua } from '../../lua/waited.lua';
 
 /**
  * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window). The key alone: a
@@ -17,8 +18,10 @@ import { coverLua } from '../../lua/read-fence.lua';
  * Args: the token (which carries who holds it, for inspection: see `newHolderToken`), the lease in
  * ms, the fence counter's lifetime in ms (the lease plus how long the counter outlives it), and
  * only for a writer that will wait with writer priority: its id and its entry's lifetime in ms.
- * The uncontended try sends two keys and three args, and runs three commands (a new counter: the
- * clock and a SET instead of the PEXPIRE).
+ * The uncontended try sends two keys and three args, and runs three commands: `SET NX PX`, `INCR`,
+ * and the counter's `PEXPIRE` (a new counter: a `SET` in its place, starting from the `since` the
+ * token carries). A try refused by another holder's lease marks it as waited for (waited.lua), so
+ * that its release publishes.
  * Returns the fence (> 0) when granted, or -(ms until another try is worth it) when busy: the
  * holder's PTTL (0 if it expires now), or the last reader's or permit's lease left — in a table of its own,
  * {-ms}, when the writer is (now) in the waiting set, so the caller knows to leave it if it
@@ -46,7 +49,7 @@ local waitId, entryMs = ARGV[4] or '', tonumber(ARGV[5])
 local function grant()
   if not redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then return nil end
   if waitId ~= '' then redis.call('ZREM', waitingKey, waitId) end
-${nextFenceLua('fenceKey', 'fenceLifetimeMs')}
+${nextFenceLua('fenceKey', 'fenceLifetimeMs', undefined, sinceOfTokenLua('token'))}
   return fence
 end
 -- Enters or refreshes this writer's entry; the next try comes before it can lapse.
@@ -70,14 +73,16 @@ elseif lockType == 'zset' then
   if waitId ~= '' then return waitAsWriter(clockMs(), sharesLeft) end
   return -sharesLeft
 end
-if redis.call('GET', lockKey) == token then
+local holder = redis.call('GET', lockKey)
+if ${isLeaseLua('holder', 'token')} then
   -- Our own grant, executed again: ioredis re-sent the command after a connection reset lost the
   -- first reply. Nobody else can have moved the counter while we hold the lock, and it lives
   -- at least as long as the lock.
   return tonumber(redis.call('GET', fenceKey))
 end
--- Busy: tell the caller how long the holder's lease still runs (Redis' clock, not ours).
-local pttl = redis.call('PTTL', lockKey)
+-- Busy: the holder's release must wake us. Then tell the caller how long the holder's lease
+-- still runs (Redis' clock, not ours).
+${markWaitedLua('lockKey', 'holder')}local pttl = redis.call('PTTL', lockKey)
 if pttl < 0 then pttl = 0 end
 -- A writer that waited for readers keeps holding them back while another writer goes first.
 if waitId ~= '' and redis.call('ZSCORE', waitingKey, waitId) then

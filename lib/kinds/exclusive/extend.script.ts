@@ -1,4 +1,5 @@
 import { LuaScript } from '../../lua/lua-script';
+import { isLeaseLua } from '../../lua/waited.lua';
 
 /**
  * Compare-and-pexpire: renew (watchdog) or extend (user) the lease only while we still own it.
@@ -16,7 +17,8 @@ export const extendScript = new LuaScript<
   `
 local lockKey, fenceKey, holderKey = KEYS[1], KEYS[2], KEYS[3]
 local token, leaseMs, fenceRetentionMs = ARGV[1], ARGV[2], ARGV[3]
-if redis.pcall('GET', lockKey) == token then
+local value = redis.pcall('GET', lockKey)
+if ${isLeaseLua('value', 'token')} then
   -- The counter follows the lease, so it never expires under a held lock.
   redis.call('PEXPIRE', fenceKey,
     string.format('%d', tonumber(leaseMs) + tonumber(fenceRetentionMs)))

@@ -1,7 +1,8 @@
-import { nextFenceLua } from '../../lua/fence.lua';
+import { nextFenceLua, sinceOfTokenLua } from '../../lua/fence.lua';
 import { writeHolderLua } from '../../lua/holder.lua';
 import { LuaScript } from '../../lua/lua-script';
 import { lockTypeLua } from '../../lua/lock-type.lua';
+import { markWaitedLua, unmarkedLua } from '../../lua/waited.lua';
 
 /**
  * Fair mode's acquire: first come, first served. Waiters queue in Redis; a free lock goes to the
@@ -53,7 +54,7 @@ local entryLifetimeMs, fenceRetentionMs, instanceId = ARGV[4], ARGV[5], ARGV[6]
 if redis.call('EXISTS', queueKey) == 0
   and redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
   -- The token names its holder, as a plain grant's does: no record beside it.
-${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', undefined, sinceOfTokenLua('token'))}
   return fence
 end
 local t = redis.call('TIME')
@@ -74,7 +75,13 @@ end
 -- always has.
 ${lockTypeLua('lockKey', 'now')}
 local holder, shared, sharesLeftMs = false, lockType == 'zset', sharesLeft
-if lockType ~= 'zset' and lockType ~= 'none' then holder = redis.call('GET', lockKey) end
+if lockType ~= 'zset' and lockType ~= 'none' then
+  holder = redis.call('GET', lockKey)
+  if holder ~= token and ${unmarkedLua('holder')} ~= token then
+    -- Another's lease (a default-mode holder's too, on the same name): its release must wake us.
+${markWaitedLua('lockKey', 'holder')}  end
+  holder = ${unmarkedLua('holder')}
+end
 if holder == token then
   return { tonumber(redis.call('GET', fenceKey)) or 0, redis.call('PTTL', lockKey) }
 end

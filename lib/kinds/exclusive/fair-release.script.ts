@@ -2,6 +2,7 @@ import { nextFenceLua } from '../../lua/fence.lua';
 import { writeHolderLua } from '../../lua/holder.lua';
 import { LuaScript } from '../../lua/lua-script';
 import type { PublishCommand } from '../../lua/lua-script';
+import { unmarkedLua } from '../../lua/waited.lua';
 
 /**
  * Fair mode's release, also used by a waiter that leaves the queue: drops `token`'s queue entry,
@@ -38,8 +39,10 @@ local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[
 local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
 local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 -- Readers may hold the key as a sorted set (a writer leaving the queue): not a holder's token.
+-- A lease a refused try marked (waited.lua) is its holder's all the same; this release publishes
+-- in any case.
 local holder = redis.pcall('GET', lockKey)
-if type(holder) ~= 'string' then holder = false end
+if type(holder) ~= 'string' then holder = false else holder = ${unmarkedLua('holder')} end
 if holder == token and redis.call('EXISTS', queueKey) == 0 then
   -- Nobody queues: default mode's compare-and-delete. (The holder is in no queue: a grant takes
   -- its token out.)

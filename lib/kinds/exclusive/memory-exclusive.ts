@@ -32,7 +32,7 @@ export class MemoryExclusiveLeases implements MemoryKindTwin {
     }
     // Our own grant, asked again: the fence it got (the counter cannot have moved since).
     if (holder.token === token) return this.keys.fence(keys);
-    return this.shared.refused(keys, this.keys.pttlOf(holder), how, false);
+    return this.shared.refused(keys, this.keys.refusedBy(holder), how, false);
   }
 
   extend(keys: LockRedisKeys, token: string, ms: number): boolean {
@@ -40,9 +40,11 @@ export class MemoryExclusiveLeases implements MemoryKindTwin {
   }
 
   release(keys: LockRedisKeys, token: string): boolean {
-    if (this.keys.lease(keys)?.token !== token) return false;
+    const lease = this.keys.lease(keys);
+    if (lease?.token !== token) return false;
     this.keys.deleteLease(keys);
-    this.hub.publish(keys.channel, token);
+    // Only a lease a refused try marked wakes anyone (waited.lua).
+    if (lease.waited) this.hub.publish(keys.channel, token);
     return true;
   }
 }

@@ -47,7 +47,7 @@ export class MemoryFairQueue implements MemoryFairTwin {
     }
     // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
     const retry = holder
-      ? this.keys.pttlOf(holder)
+      ? this.keys.refusedBy(holder)
       : (sharesUntil ?? headEntry?.expiresAt ?? now) - now;
     if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl, this.instanceId);
     this.keys.dropQueueIfEmpty(keys);

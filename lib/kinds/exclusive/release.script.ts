@@ -1,4 +1,5 @@
 import { LuaScript, type PublishCommand } from '../../lua/lua-script';
+import { WAITED_MARK } from '../../lua/waited.lua';
 
 /**
  * Compare-and-delete: only the token that holds the key may delete it, atomically (no GET-then-DEL
@@ -10,6 +11,8 @@ import { LuaScript, type PublishCommand } from '../../lua/lua-script';
  * here rather than sent, one argument fewer on every release. It is no KEY: a key that never
  * exists makes a Cluster slot in migration answer TRYAGAIN to the whole script while the lock is
  * still there.
+ * Publishes only when a refused try marked the lease as waited for (waited.lua): an uncontended
+ * release runs `GET` and `DEL` alone.
  * Returns 1 when we deleted our own lock, 0 when it had expired or belongs to someone else.
  */
 export const releaseScript = new LuaScript<
@@ -21,7 +24,13 @@ export const releaseScript = new LuaScript<
   `
 local lockKey = KEYS[1]
 local token, publish = ARGV[1], ARGV[2]
-if redis.pcall('GET', lockKey) == token then
+local value = redis.pcall('GET', lockKey)
+if value == token then
+  -- Nobody was refused while we held it: nobody to wake.
+  redis.call('DEL', lockKey)
+  return 1
+end
+if value == '${WAITED_MARK}' .. token then
   redis.call('DEL', lockKey)
   -- Wake waiters at once instead of letting them sleep until their fallback timer. The message is
   -- our token, so our own process can tell the release it already handed off locally.

@@ -1,4 +1,5 @@
 import { LuaScript } from '../../lua/lua-script';
+import { isLeaseLua } from '../../lua/waited.lua';
 
 /**
  * The watchdog's batch renewal: compare-and-pexpire for many locks in one command, so renewing
@@ -23,7 +24,8 @@ for i = 1, #KEYS / 3 do
   local token, leaseMs = ARGV[2 * i], ARGV[2 * i + 1]
   -- pcall: a foreign value of another type under one key (WRONGTYPE) must count as "not ours"
   -- for that lock alone, not fail the whole batch and so every other lock in it.
-  if redis.pcall('GET', lockKey) == token then
+  local value = redis.pcall('GET', lockKey)
+  if ${isLeaseLua('value', 'token')} then
     -- The counter follows the lease, so it never expires under a held lock.
     redis.call('PEXPIRE', fenceKey, string.format('%d', tonumber(leaseMs) + fenceRetentionMs))
     redis.call('PEXPIRE', holderKey, leaseMs)

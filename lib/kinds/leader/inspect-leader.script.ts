@@ -1,4 +1,5 @@
 import { LuaScript, type PublishCommand } from '../../lua/lua-script';
+import { unmarkedLua } from '../../lua/waited.lua';
 
 /**
  * Reads a role's leadership in one atomic step, changing nothing.
@@ -17,6 +18,7 @@ export const inspectLeaderScript = new LuaScript<
   `
 local lease, fence = KEYS[1], KEYS[2]
 local token = redis.call('GET', lease)
+if token then token = ${unmarkedLua('token')} end
 local pttl = redis.call('PTTL', lease)
 local term = redis.call('GET', fence)
 -- A release publishes on this channel: whoever subscribes to it waits to lead. Sharded releases

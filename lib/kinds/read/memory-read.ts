@@ -39,7 +39,7 @@ export class MemoryReadLeases implements MemoryKindTwin {
     const mine = this.live(this.readers, keys.lock).get(token);
     if (!(mine !== undefined && mine > now)) {
       const writer = this.keys.lease(keys);
-      if (writer) return -this.keys.pttlOf(writer);
+      if (writer) return -this.keys.refusedBy(writer);
       // A semaphore's permits hold the name: until the last of them ends (0: in this ms).
       const permitsUntil = this.keys.sharesUntil(keys.lock, 'read');
       if (permitsUntil !== undefined) return now - permitsUntil;

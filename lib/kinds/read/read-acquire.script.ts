@@ -2,6 +2,7 @@ import { foreignSharesLua, shareTypeLua } from '../../lua/lock-type.lua';
 import { LuaScript } from '../../lua/lua-script';
 import { coverLua, readFenceLua } from '../../lua/read-fence.lua';
 import { syncShareHoldersLua, writeShareHolderLua } from '../../lua/share-holders.lua';
+import { markWaitedLua } from '../../lua/waited.lua';
 
 /**
  * A reader's try for its share of a read-write lock, in one round trip. The readers hold the
@@ -48,8 +49,9 @@ ${foreignSharesLua('lockKey', 'now')}
   if lockType == 'permits' then return -sharesLeft end
 end
 if lockType ~= 'zset' and lockType ~= 'none' then
-  -- A writer holds it.
-  local pttl = redis.call('PTTL', lockKey)
+  -- A writer holds it (any other type of value raises WRONGTYPE here): its release must wake us.
+  local writer = redis.call('GET', lockKey)
+${markWaitedLua('lockKey', 'writer')}  local pttl = redis.call('PTTL', lockKey)
   if pttl < 0 then pttl = 0 end
   return -pttl
 end

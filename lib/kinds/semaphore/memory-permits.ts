@@ -98,7 +98,7 @@ export class MemoryPermits implements MemoryKindTwin {
    */
   othersLeft(keys: LockRedisKeys): number | undefined {
     const lease = this.space.lease(keys);
-    if (lease) return this.space.pttlOf(lease);
+    if (lease) return this.space.refusedBy(lease);
     const readersUntil = this.space.sharesUntil(keys.lock, 'semaphore');
     return readersUntil === undefined ? undefined : Math.ceil(readersUntil - this.space.now());
   }
