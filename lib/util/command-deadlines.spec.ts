@@ -48,4 +48,41 @@ describe('CommandDeadlines', () => {
     const refused = deadlines.bound(Promise.reject(new Error('NOPERM')), 1_000, 'acquire', 'x');
     await expect(refused).rejects.toThrow('acquire x: Error: NOPERM');
   });
+
+  it('maps the answer and the failure in the step they come in, and builds a subject only to fail', async () => {
+    const deadlines = new CommandDeadlines(
+      (error, operation, subject) => new Error(`${operation} ${subject}: ${String(error)}`),
+    );
+    let built = 0;
+    const subject = (): string => `lock "${++built}"`;
+    const mapped = deadlines.bound(Promise.resolve(2), 1_000, 'acquire', subject, (n) => n * 10);
+    await expect(mapped).resolves.toBe(20);
+    expect(built).toBe(0); // answered: no message was ever needed
+
+    const recovered = deadlines.bound(
+      Promise.reject(new Error('NOPERM')),
+      1_000,
+      'release',
+      subject,
+      undefined,
+      (error) => `recovered from ${(error as Error).message}`,
+    );
+    await expect(recovered).resolves.toBe('recovered from release lock "1": Error: NOPERM');
+    // A continuation that throws rejects the caller's promise with what it threw.
+    const thrown = deadlines.bound(Promise.resolve(1), 1_000, 'a', 's', () => {
+      throw new Error('busy');
+    });
+    await expect(thrown).rejects.toThrow('busy');
+  });
+
+  it('never runs the continuation of a command answered after its deadline failed it', async () => {
+    const deadlines = new CommandDeadlines(passThrough);
+    const late = pendingCommand<number>();
+    const seen: number[] = [];
+    const bounded = deadlines.bound(late.promise, 10, 'a', 's', (n) => void seen.push(n));
+    await expect(bounded).rejects.toBeInstanceOf(RedisUnavailableError);
+    late.answer(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).toEqual([]);
+  });
 });
