@@ -6,7 +6,7 @@ import type {
   UpDownCounter,
 } from '@opentelemetry/api';
 import type { LockMode } from './lock-mode';
-import type { OtelApiModule } from './otel-api';
+import { registeredGlobal, type OtelApiModule } from './otel-api';
 
 /** The instrumentation scope: the meter's and the tracer's name. */
 export const SCOPE_NAME = 'nestjs-redis-lock';
@@ -129,7 +129,16 @@ export class LockMetrics {
   }
 
   /** The instruments of the registered meter provider, or undefined when none is registered. */
+  /**
+   * Whether anything records now (an SDK's meter provider is registered): a caller that would read
+   * the clock only for a recording asks first.
+   */
+  get recording(): boolean {
+    return this.current() !== undefined;
+  }
+
   private current(): Instruments | undefined {
+    if (!registeredGlobal('metrics')) return undefined;
     const provider = this.api.metrics.getMeterProvider();
     const { instruments } = this;
     if (instruments?.provider === provider) return instruments;

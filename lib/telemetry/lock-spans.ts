@@ -3,7 +3,7 @@ import type { TelemetryKeys } from '../options/telemetry-options';
 import { keyAttributes } from './key-attributes';
 import { errorType, SCOPE_NAME } from './lock-metrics';
 import type { LockMode } from './lock-mode';
-import type { OtelApiModule } from './otel-api';
+import { registeredGlobal, type OtelApiModule } from './otel-api';
 import type { AcquireSpan, HoldSpan } from './span-handles';
 
 /**
@@ -85,6 +85,7 @@ export class LockSpans {
   }
 
   private currentTracer(): Tracer | undefined {
+    if (!registeredGlobal('trace')) return undefined;
     const global = this.api.trace.getTracerProvider();
     const provider = global instanceof this.api.ProxyTracerProvider ? global.getDelegate() : global;
     if (provider === this.noopProvider) return undefined;

@@ -23,3 +23,21 @@ export function otelApi(): OtelApiModule | null {
   }
   return loaded;
 }
+
+/**
+ * Whether anything registered the API's global `type` ('metrics', 'trace') — an SDK does at start:
+ * one property read of the API's process-wide registry, where `getMeterProvider()` and
+ * `getTracerProvider()` also check the registry's version. Without a registration both answer no-op
+ * providers, so a lock call asks this first and stops there: telemetry costs nothing per call
+ * while no SDK runs.
+ */
+export function registeredGlobal(type: 'metrics' | 'trace'): boolean {
+  const registry = (globalThis as Record<symbol, Record<string, unknown> | undefined>)[REGISTRY];
+  return registry?.[type] !== undefined;
+}
+
+/**
+ * Where `@opentelemetry/api` 1.x — the peer range — keeps its globals (`global-utils.ts` there:
+ * one registry per major version, shared by every copy of the API in the process).
+ */
+const REGISTRY = Symbol.for('opentelemetry.js.api.1');
