@@ -2,6 +2,7 @@ import type { LeaseKind } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
+import type { Bounded } from '../util/command-deadlines';
 import type { AcquireRequest } from './acquire-request';
 import type { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';
@@ -17,8 +18,11 @@ export interface AcquireContext {
   /** True once shutdown has begun: tries are refused from then on. */
   isClosing(): boolean;
   keysOf(key: string, kind?: LeaseKind): LockRedisKeys;
-  /** A backend command, bounded by `commandTimeout`, failing as a lock call reports it. */
-  bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T>;
+  /**
+   * A backend command, bounded by `commandTimeout`, failing as a lock call reports it; its answer
+   * (or failure) mapped in the same step when `onValue` (`onError`) is given.
+   */
+  readonly bounded: Bounded;
   /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */
   cleanUp(command: Promise<unknown>, what?: string): void;
   /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */

@@ -68,16 +68,18 @@ export function waitForLock(
 }
 
 /** The tries of one acquire call, and how the last of them failed to reach Redis (if it did). */
-class CallTry {
-  /** Redis out of reach at the last try (cleared by a try that reached it). */
-  unavailable?: RedisUnavailableError;
-  private failures = 0;
+export class CallTry {
+  private failures: number;
 
   constructor(
     private readonly context: AcquireContext,
     private readonly tries: CallTries,
     readonly deadline: number,
-  ) {}
+    /** Redis out of reach at the last try (cleared by a try that reached it). */
+    public unavailable?: RedisUnavailableError,
+  ) {
+    this.failures = unavailable ? 1 : 0;
+  }
 
   /** One try of the call, unless shutdown has begun or the connections cannot work. */
   attempt(queue: boolean): Promise<HeldLock | number> {
@@ -103,7 +105,7 @@ class CallTry {
 }
 
 /** The wait after a busy first try, `first` ms being how long the holder's lease still runs. */
-async function waitAfterFirstTry(
+export async function waitAfterFirstTry(
   context: AcquireContext,
   request: AcquireRequest,
   keys: LockRedisKeys,

@@ -1,5 +1,6 @@
 import type { LeaseKind } from '../keys/lease-kind';
 import type { HeldLock } from './held-lock';
+import type { AcquireReport } from './lock-lifecycle';
 
 /** One acquisition request, validated by the caller. */
 export interface AcquireRequest {
@@ -27,7 +28,11 @@ export interface AcquireRequest {
 /** Either a held lock, or how long the current holder's lease still runs (ms, Redis' clock). */
 export type AcquireOutcome = { lock: HeldLock } | { retryAfterMs: number; waited: number };
 
-/** How acquire calls try and wait: plainly, or in a fair-mode queue. */
+/**
+ * How acquire calls try and wait: plainly, or in a fair-mode queue. The call ends through
+ * `report` — its outcome or its failure, reported once in the step it comes in — and resolves
+ * what `report.settled` answers.
+ */
 export interface Acquirer {
-  acquire(request: AcquireRequest): Promise<AcquireOutcome>;
+  acquire<T>(request: AcquireRequest, report: AcquireReport<T>): Promise<T>;
 }

@@ -5,6 +5,7 @@ import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
 import { waitForLock, type CallTries } from './acquire-loop';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
+import type { AcquireReport } from './lock-lifecycle';
 import { monotonicNow, newHolderToken } from '../util/clock';
 import { LockLostError } from '../errors/errors';
 import { FairCall } from './fair-call';
@@ -43,7 +44,14 @@ export class FairAcquirer implements Acquirer {
    * stopped waiting for) so the next in line does not wait for it to lapse. A call answered
    * "busy" at once (`wait` 0) never queued: it has nothing to undo.
    */
-  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+  acquire<T>(request: AcquireRequest, report: AcquireReport<T>): Promise<T> {
+    return this.call(request).then(
+      (outcome) => report.settled(outcome),
+      (error: unknown) => report.failed(error),
+    );
+  }
+
+  private async call(request: AcquireRequest): Promise<AcquireOutcome> {
     request.signal?.throwIfAborted();
     const started = monotonicNow();
     const keys = this.context.keysOf(request.key, request.kind);

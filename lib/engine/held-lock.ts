@@ -14,6 +14,7 @@ import {
   shortestLease,
   suspendedSince,
 } from '../util/clock';
+import type { Linked } from '../util/linked-set';
 import { settled } from '../util/settled';
 import type { LockHandle } from './lock-handle';
 import type { HeldLockOptions, LockOperations } from './lock-operations';
@@ -22,7 +23,13 @@ import type { HeldLockOptions, LockOperations } from './lock-operations';
  * A lock this process holds: its lease deadline on the local clock (shortened by wall-clock
  * jumps), its loss (the signal), and its extension and release through the engine.
  */
-export class HeldLock implements LockHandle {
+export class HeldLock implements LockHandle, Linked<HeldLock> {
+  /** The engine's held locks (`LinkedSet`) link through these. @internal */
+  linkedPrev: HeldLock | undefined = undefined;
+  /** @internal */
+  linkedNext: HeldLock | undefined = undefined;
+  /** @internal */
+  linkedIn: object | undefined = undefined;
   /**
    * Created on first read of `signal` only: an AbortSignal costs several µs, and most locks are
    * released without anyone looking at theirs. `lostError` is the state; the signal mirrors it.
@@ -116,6 +123,15 @@ export class HeldLock implements LockHandle {
       // the old renewal time, too late to save what is left of the lease.
       this.operations.rescheduled(this);
     }
+    return this.deadline;
+  }
+
+  /**
+   * The deadline as last seen, without looking for a wall-clock jump since (`validUntil` looks).
+   * A jump not seen yet only delays the watchdog's timer, as after any suspension: the holder
+   * looks itself at every read of `signal` and `isHeld`, and the next tick looks too.
+   */
+  get deadlineSeen(): number {
     return this.deadline;
   }
 

@@ -5,10 +5,8 @@ import type { ReleaseNotifier } from './release-notifier';
 import { refusedUnrun } from '../redis/reply-error';
 import { retryPause } from './backoff';
 import { monotonicNow } from '../util/clock';
-import { settled } from '../util/settled';
+import type { Bounded } from '../util/command-deadlines';
 
-/** A backend command bounded by `commandTimeout`, `subject` naming it for a refusal's message. */
-type Bounded = <T>(command: Promise<T>, operation: string, subject: string) => Promise<T>;
 
 /**
  * Releases held locks: compare-and-delete, or in fair mode a release that hands the lock to the
@@ -58,8 +56,12 @@ export class LeaseReleaser {
     settle: (deleted: boolean) => R,
     answered?: (deleted: boolean) => void,
   ): Promise<R> {
+    const subject = (): string => `lock "${lock.key}"`;
     const from = (failures: number): Promise<R> =>
-      settled(() => this.bounded(free(), 'release', `lock "${lock.key}"`)).then(
+      this.bounded(
+        free(),
+        'release',
+        subject,
         (deleted) => {
           answered?.(deleted);
           return settle(deleted);

@@ -13,7 +13,7 @@ import type { AcquireContext } from './acquire-context';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
 import { BackgroundCleanups } from './background-cleanups';
 import { CallsInProgress } from './calls-in-progress';
-import { CommandDeadlines } from '../util/command-deadlines';
+import { CommandDeadlines, type Bounded } from '../util/command-deadlines';
 import { commandFailure } from './command-errors';
 import {
   assertStoreServes,
@@ -71,8 +71,6 @@ export class LockEngine implements LockOperations<HeldLock> {
   private readonly plain: Acquirer;
   private readonly fair?: Acquirer;
   private readonly multi: MultiAcquirer;
-  /** Every lock held through this engine, renewed or not, for release on shutdown. */
-  private readonly held = new Set<HeldLock>();
   /** Set when shutdown begins: acquires are refused from then on. */
   private closing = false;
   private drained?: Promise<void>;
@@ -117,8 +115,7 @@ export class LockEngine implements LockOperations<HeldLock> {
     // that restarted or failed over may have lost that mark, as it may have lost a message: every
     // waiter tries again (marking the lease anew) rather than sleeping until the lease ends.
     connections.onReconnected(() => this.notifier.wakeAll());
-    const bounded = this.bounded.bind(this);
-    this.releaser = new LeaseReleaser(backend, this.fairBackend, this.notifier, bounded);
+    this.releaser = new LeaseReleaser(backend, this.fairBackend, this.notifier, this.bounded);
     this.cleanups = new BackgroundCleanups(this.connections, options.commandTimeout, this.logger);
     this.plain = new PlainAcquirer(this.acquireContext(), backend);
     if (this.fairBackend) this.fair = new FairAcquirer(this.acquireContext(), this.fairBackend);
@@ -151,13 +148,12 @@ export class LockEngine implements LockOperations<HeldLock> {
   ): Promise<T | AcquireOutcome> {
     const acquirer = traitsOf(request.kind).queuesWhenFair ? (this.fair ?? this.plain) : this.plain;
     this.calls.begin();
-    const call = () => acquirer.acquire(request);
-    return this.lifecycle.acquire<T | AcquireOutcome>(
+    const report = this.lifecycle.begin<T | AcquireOutcome>(
       request.key,
-      call,
       this.calls.end,
       settle ?? asOutcome,
     );
+    return report.run(() => acquirer.acquire(request, report));
   }
 
   /** Multi-key: all of `request.keys` or none, in one global order (see `MultiAcquirer`). */
@@ -194,14 +190,13 @@ export class LockEngine implements LockOperations<HeldLock> {
   }
 
   untrack(lock: HeldLock): void {
-    if (this.held.delete(lock)) this.lifecycle.held(-1);
-    this.watchdog.remove(lock);
-    if (this.held.size === 0) this.whenIdle?.();
+    if (this.watchdog.remove(lock)) this.lifecycle.held(-1);
+    if (this.watchdog.size === 0) this.whenIdle?.();
   }
 
   /** For a health check: how many locks are held, and how their renewals have gone. @internal */
   health(): { held: number; renewals: RenewalStatus } {
-    return { held: this.held.size, renewals: this.watchdog.status() };
+    return { held: this.watchdog.size, renewals: this.watchdog.status() };
   }
 
   drift(ttl: number): number {
@@ -274,7 +269,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   private async drainOnce(): Promise<void> {
     this.closing = true;
     this.notifier.wakeAll();
-    if (this.held.size > 0 && this.options.shutdownGrace > 0) {
+    if (this.watchdog.size > 0 && this.options.shutdownGrace > 0) {
       // The timer is not unref'd: a script whose last act is `await close()` must not exit
       // before the grace ends and the locks are released.
       let timer: NodeJS.Timeout | undefined;
@@ -285,7 +280,7 @@ export class LockEngine implements LockOperations<HeldLock> {
       clearTimeout(timer);
       this.whenIdle = undefined;
     }
-    const left = [...this.held];
+    const left = this.watchdog.watched();
     for (const lock of left) lock.lose('shutdown');
     this.watchdog.stop();
     await Promise.allSettled(left.map((lock) => lock.release()));
@@ -302,7 +297,7 @@ export class LockEngine implements LockOperations<HeldLock> {
       engine: this,
       isClosing: () => this.closing,
       keysOf: (key, kind) => this.keysOf(key, kind),
-      bounded: (command, operation, subject) => this.bounded(command, operation, subject),
+      bounded: this.bounded,
       cleanUp: (command, what) => this.cleanups.run(command, what),
       track: (lock, request) => this.track(lock, request),
       waiting: (delta) => this.lifecycle.waiting(delta),
@@ -314,9 +309,9 @@ export class LockEngine implements LockOperations<HeldLock> {
     lock.renews = request.renew;
     lock.holdFor(request.maxHold);
     if (request.minHold) lock.keepAtLeastUntil(lock.startedAt + request.minHold);
-    if (!this.held.has(lock)) this.lifecycle.held(1);
-    this.held.add(lock);
-    this.watchdog.add(lock);
+    // Every lock held through this engine, renewed or not, is the watchdog's: it watches its
+    // deadline and `maxHold` either way, and shutdown releases what it still watches.
+    if (this.watchdog.add(lock)) this.lifecycle.held(1);
     return lock;
   }
 
@@ -325,13 +320,13 @@ export class LockEngine implements LockOperations<HeldLock> {
    * unusable), failing with the error a lock call reports (`commandFailure`). `operation` names the
    * command, `subject` what it was about, for a refusal's message (`lock "order:7"`).
    */
-  private bounded<T>(command: Promise<T>, operation: string, subject: string): Promise<T> {
-    const { commandTimeout } = this.options;
-    return this.deadlines.bound(
+  private readonly bounded: Bounded = (command, operation, subject, onValue, onError) =>
+    this.deadlines.bound(
       this.connections.guard(command),
-      commandTimeout,
+      this.options.commandTimeout,
       operation,
       subject,
+      onValue,
+      onError,
     );
-  }
 }

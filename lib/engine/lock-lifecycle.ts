@@ -6,7 +6,6 @@ import type { LockMode } from '../telemetry/lock-mode';
 import type { AcquireSpan, HoldSpan } from '../telemetry/span-handles';
 import { createTelemetry, type LockTelemetry } from '../telemetry/lock-telemetry';
 import { monotonicElapsed } from '../util/clock';
-import { settled } from '../util/settled';
 import type { AcquireOutcome } from './acquire-request';
 import { emitSafely } from './emit-lost';
 import type { HeldLock } from './held-lock';
@@ -21,7 +20,8 @@ import type { MultiAcquireOutcome } from './multi-acquire-request';
  */
 export class LockLifecycle {
   readonly mode: LockMode;
-  private readonly telemetry: LockTelemetry;
+  /** For `AcquireReport`. */
+  readonly telemetry: LockTelemetry;
 
   constructor(
     private readonly events: EventEmitter,
@@ -33,33 +33,17 @@ export class LockLifecycle {
   }
 
   /**
-   * Runs one acquire call (`call`), timing it and reporting how it ended, and resolves what
-   * `settle` makes of its outcome. `ended` runs first once it has settled (the engine's count of
-   * calls in progress): the report, the count and the caller's mapping share one step.
+   * Begins the report of one acquire call: its timer starts now, and the call's end — an outcome
+   * (`AcquireReport.settled`) or a failure (`AcquireReport.failed`) — is reported once, in the
+   * step it comes in, with `ended` (the engine's count of calls in progress) and the caller's
+   * mapping `settle` in that same step.
    */
-  acquire<T>(
+  begin<T>(
     key: string,
-    call: () => Promise<AcquireOutcome>,
     ended: () => void,
     settle: (outcome: AcquireOutcome) => T,
-  ): Promise<T> {
-    const started = monotonicElapsed();
-    const span = this.telemetry.spans?.startAcquire(key);
-    return settled(() => (span ? span.run(call) : call())).then(
-      (outcome) => {
-        ended();
-        const waitedMs = monotonicElapsed() - started;
-        if ('lock' in outcome) this.acquired(outcome.lock, waitedMs, span);
-        else this.busy(key, waitedMs, outcome.retryAfterMs, span);
-        return settle(outcome);
-      },
-      (error: unknown) => {
-        ended();
-        this.telemetry.metrics?.acquireFailed(monotonicElapsed() - started, error);
-        span?.failed(error);
-        throw error;
-      },
-    );
+  ): AcquireReport<T> {
+    return new AcquireReport(this, key, this.telemetry.spans?.startAcquire(key), ended, settle);
   }
 
   /**
@@ -74,7 +58,7 @@ export class LockLifecycle {
       (outcome) => {
         const waitedMs = monotonicElapsed() - started;
         if (!('lock' in outcome)) this.busy(outcome.busyKey, waitedMs, outcome.retryAfterMs);
-        else for (const lock of outcome.lock.parts) this.acquired(lock, waitedMs, undefined);
+        else for (const lock of outcome.lock.parts) this.acquired(lock, started, undefined);
       },
       (error: unknown) =>
         this.telemetry.metrics?.acquireFailed(monotonicElapsed() - started, error),
@@ -93,9 +77,12 @@ export class LockLifecycle {
   }
 
   released(lock: HeldLock): void {
+    const { metrics } = this.telemetry;
+    const listened = this.events.listenerCount('released') > 0;
+    if (!listened && !metrics?.recording) return; // then no clock reading either
     const heldMs = monotonicElapsed() - lock.startedAt;
-    this.telemetry.metrics?.holdEnded(heldMs, 'released');
-    if (this.events.listenerCount('released') === 0) return;
+    metrics?.holdEnded(heldMs, 'released');
+    if (!listened) return;
     const { key, fence } = lock;
     emitSafely(this.events, this.logger, 'released', { key, fence, heldMs, mode: this.mode });
   }
@@ -134,18 +121,75 @@ export class LockLifecycle {
     return this.telemetry.spans?.startHold(lock.key, lock.fence, reentrant);
   }
 
-  private acquired(lock: HeldLock, waitedMs: number, span: AcquireSpan | undefined): void {
-    this.telemetry.metrics?.acquired(waitedMs);
+  /** For `AcquireReport`: `started` is when the call began (monotonic). */
+  acquired(lock: HeldLock, started: number, span: AcquireSpan | undefined): void {
+    const { metrics } = this.telemetry;
+    const listened = this.events.listenerCount('acquired') > 0;
     span?.acquired(lock.fence);
-    if (this.events.listenerCount('acquired') === 0) return;
+    if (!listened && !metrics?.recording) return; // then no clock reading either
+    const waitedMs = monotonicElapsed() - started;
+    metrics?.acquired(waitedMs);
+    if (!listened) return;
     const { key, fence } = lock;
     emitSafely(this.events, this.logger, 'acquired', { key, fence, waitedMs, mode: this.mode });
   }
 
-  private busy(key: string, waitedMs: number, retryAfterMs: number, span?: AcquireSpan): void {
+  /** For `AcquireReport`. */
+  busy(key: string, waitedMs: number, retryAfterMs: number, span?: AcquireSpan): void {
     this.telemetry.metrics?.busy(waitedMs);
     span?.busy(retryAfterMs);
     if (this.events.listenerCount('busy') === 0) return;
     emitSafely(this.events, this.logger, 'busy', { key, waitedMs, retryAfterMs, mode: this.mode });
+  }
+}
+
+/**
+ * How one acquire call ended, reported once: the outcome (`settled`, whose value is what the
+ * caller's `settle` makes of it) or a failure (`failed`). An acquirer calls exactly one of them,
+ * in the step the call ends in — so the report, the count of calls in progress and the caller's
+ * mapping cost no promise of their own. A `settle` that throws (busy, as a rejection) is the
+ * caller's mapping, not a failed call.
+ */
+export class AcquireReport<T> {
+  /** When the call began (monotonic): its wait budget counts from here too. */
+  readonly started = monotonicElapsed();
+
+  constructor(
+    private readonly lifecycle: LockLifecycle,
+    private readonly key: string,
+    private readonly span: AcquireSpan | undefined,
+    private readonly ended: () => void,
+    private readonly settle: (outcome: AcquireOutcome) => T,
+  ) {}
+
+  /** Runs the call's start (inside its span when there is one); a synchronous throw fails it. */
+  run(start: () => Promise<T>): Promise<T> {
+    try {
+      return this.span ? this.span.run(start) : start();
+    } catch (error) {
+      return Promise.reject(this.fail(error));
+    }
+  }
+
+  settled(outcome: AcquireOutcome): T {
+    this.ended();
+    if ('lock' in outcome) this.lifecycle.acquired(outcome.lock, this.started, this.span);
+    else {
+      const waitedMs = monotonicElapsed() - this.started;
+      this.lifecycle.busy(this.key, waitedMs, outcome.retryAfterMs, this.span);
+    }
+    return this.settle(outcome);
+  }
+
+  /** Reports the failure and throws it. */
+  failed(error: unknown): never {
+    throw this.fail(error);
+  }
+
+  private fail(error: unknown): unknown {
+    this.ended();
+    this.lifecycle.telemetry.metrics?.acquireFailed(monotonicElapsed() - this.started, error);
+    this.span?.failed(error);
+    return error;
   }
 }

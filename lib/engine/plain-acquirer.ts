@@ -1,13 +1,15 @@
 import type { AcquireTry, LockBackend } from '../backends/lock-backend';
-import { LockServiceClosedError } from '../errors/errors';
+import { LockServiceClosedError, type RedisUnavailableError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import { traitsOf } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
-import { waitForLock } from './acquire-loop';
+import { CallTry, waitAfterFirstTry, type CallTries } from './acquire-loop';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
-import { monotonicElapsed, monotonicNow, newHolderToken, newToken } from '../util/clock';
+import { monotonicNow, newHolderToken, newToken, wallAtLastReading } from '../util/clock';
 import { HeldLock } from './held-lock';
+import type { AcquireReport } from './lock-lifecycle';
+import { retryPause, unavailableWorthRetrying } from './backoff';
 import { raceAbort } from './race-abort';
 import { settled } from '../util/settled';
 
@@ -21,6 +23,11 @@ const MIN_WRITER_ENTRY_MS = 1_000;
  * Plain mode: each try asks for the lock under a new token, and a waiter sleeps until a release
  * message wakes it (one waiter per message in this process; every one of them when readers of a
  * read-write lock wait) or the holder's lease ends.
+ *
+ * The first try is the one most calls end with, so it costs one command and one step: its answer
+ * is read, turned into a lock (or a busy answer), reported and mapped for the caller where the
+ * command's bound hears it (`AcquireContext.bounded`). Only a busy answer with time to wait, or
+ * Redis out of reach, goes on to the waiting loop (`waitAfterFirstTry`).
  */
 export class PlainAcquirer implements Acquirer {
   /**
@@ -38,16 +45,76 @@ export class PlainAcquirer implements Acquirer {
     );
   }
 
-  acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    // No async layer: the uncontended call is one promise chain (a synchronous throw, such as
-    // an aborted signal, still becomes a rejection).
-    return settled(() => this.call(request));
+  acquire<T>(request: AcquireRequest, report: AcquireReport<T>): Promise<T> {
+    // Synchronous refusals (an aborted signal, shutdown, connections that cannot work) throw:
+    // the report fails the call with them, nothing sent.
+    request.signal?.throwIfAborted();
+    const { started } = report; // the wait budget's start
+    const keys = this.context.keysOf(request.key, request.kind);
+    const try1 = this.send(request, keys);
+    const first = (fence: number): T | Promise<T> => {
+      if (fence > 0) {
+        let lock: HeldLock;
+        try {
+          lock = this.granted(request, keys, try1.token, fence, try1.sentAt);
+        } catch (error) {
+          return report.failed(error);
+        }
+        return report.settled({ lock });
+      }
+      if (request.wait <= 0) return report.settled({ retryAfterMs: -fence, waited: 0 });
+      return this.wait(request, keys, started, report, -fence);
+    };
+    const firstFailed = (error: unknown): T | Promise<T> => {
+      // Timed out or cancelled while the server may still grant it: free that grant when it lands.
+      this.freeLateGrant(keys, try1.token, try1.sent);
+      let unavailable: RedisUnavailableError;
+      try {
+        // Redis out of reach with budget left: try again after a pause. Anything else: thrown.
+        unavailable = unavailableWorthRetrying(error, this.context.connections, started + request.wait);
+      } catch (thrown) {
+        return report.failed(thrown);
+      }
+      return this.wait(request, keys, started, report, retryPause(0), unavailable);
+    };
+    const { signal } = request;
+    if (signal) {
+      // Settled: a signal aborted meanwhile rejects, and the grant that may still land is freed.
+      const answer = settled(() => raceAbort(this.context.bounded(try1.sent, 'acquire', () => subjectOf(request)), signal));
+      return answer.then(first, firstFailed);
+    }
+    return this.context.bounded(
+      try1.sent,
+      'acquire',
+      () => subjectOf(request),
+      first,
+      firstFailed,
+    );
   }
 
-  private call(request: AcquireRequest): Promise<AcquireOutcome> {
-    request.signal?.throwIfAborted();
-    const started = monotonicElapsed(); // the wait budget's start
-    const keys = this.context.keysOf(request.key, request.kind);
+  /**
+   * The wait after a first try that found the lock busy for `retryAfterMs`, or Redis out of reach
+   * (`unavailable`).
+   */
+  private wait<T>(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    started: number,
+    report: AcquireReport<T>,
+    retryAfterMs: number,
+    unavailable?: RedisUnavailableError,
+  ): Promise<T> {
+    const tries = this.tries(request, keys);
+    const call = new CallTry(this.context, tries, started + request.wait, unavailable);
+    const waiting = waitAfterFirstTry(this.context, request, keys, started, tries, call, retryAfterMs);
+    return waiting.then(
+      (outcome: AcquireOutcome) => report.settled(outcome),
+      (error: unknown) => report.failed(error),
+    );
+  }
+
+  /** How the waiting loop tries again: as a writer that holds readers back, where it is one. */
+  private tries(request: AcquireRequest, keys: LockRedisKeys): CallTries {
     // A writer that waits, with writer priority: its entry among the writers waiting. Its id is
     // drawn at the first try that waits, so an uncontended acquire pays nothing for it.
     let entered = false;
@@ -63,7 +130,7 @@ export class PlainAcquirer implements Acquirer {
           })
         : undefined,
     });
-    return waitForLock(this.context, request, keys, started, {
+    return {
       attempt: (queue) => this.attempt(request, keys, queue ? waitingTry() : undefined),
       maxSleep: Infinity,
       // Given up after entering the waiting set: the entry goes at once, waking the readers it
@@ -72,51 +139,78 @@ export class PlainAcquirer implements Acquirer {
         if (!entered || !waitingWriter || !this.backend.leaveWriters) return;
         this.context.cleanUp(this.backend.leaveWriters(keys, waitingWriter.id));
       },
-    });
+    };
   }
 
-  /** One try: a lock, or the ms until another try is worth it (the holder's remaining lease). */
+  /** One try under a new token, sent now: the command and what its lock would be made of. */
+  private send(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    how?: AcquireTry,
+  ): { token: string; sentAt: number; sent: Promise<number> } {
+    const { context } = this;
+    if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
+    const down = context.connections.unavailable();
+    if (down) throw down;
+    const sentAt = monotonicNow();
+    const token = newHolderToken(context.options.instanceId, wallAtLastReading());
+    const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl), how);
+    return { token, sentAt, sent };
+  }
+
+  /** A later try of the waiting loop: a lock, or the ms until another try is worth it. */
   private attempt(
     request: AcquireRequest,
     keys: LockRedisKeys,
     how?: AcquireTry,
   ): Promise<HeldLock | number> {
-    const { context } = this;
-    const token = newHolderToken(context.options.instanceId);
-    const sentAt = monotonicNow();
-    const sent = this.backend.acquire(keys, token, Math.ceil(request.ttl), how);
-    // Settled: a signal aborted meanwhile rejects, and the grant that may still land is freed.
+    const { token, sentAt, sent } = this.send(request, keys, how);
     const answer = settled(() =>
-      raceAbort(context.bounded(sent, 'acquire', `lock "${request.key}"`), request.signal),
+      raceAbort(this.context.bounded(sent, 'acquire', () => subjectOf(request)), request.signal),
     );
     return answer.then(
-      (fence) => {
-        if (fence <= 0) return -fence;
-        if (context.isClosing()) {
-          // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
-          context.cleanUp(this.backend.release(keys, token));
-          throw new LockServiceClosedError(messages.shuttingDown());
-        }
-        const lock = new HeldLock({
-          operations: context.engine,
-          key: request.key,
-          redisKeys: keys,
-          token,
-          fence,
-          lease: request.ttl,
-          startedAt: sentAt,
-          owner: context.engine,
-        });
-        return context.track(lock, request);
-      },
+      (fence) => (fence > 0 ? this.granted(request, keys, token, fence, sentAt) : -fence),
       (error: unknown) => {
-        // Timed out or cancelled while the server may still grant it: free that grant when it
-        // lands.
-        context.cleanUp(
-          sent.then((late) => (late > 0 ? this.backend.release(keys, token) : false)),
-        );
+        this.freeLateGrant(keys, token, sent);
         throw error;
       },
     );
   }
+
+  /** The lock a grant gave, watched from now on; undone when shutdown began meanwhile. */
+  private granted(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    token: string,
+    fence: number,
+    sentAt: number,
+  ): HeldLock {
+    const { context } = this;
+    if (context.isClosing()) {
+      // Granted while close() ran: it took its snapshot of held locks already, so undo it here.
+      context.cleanUp(this.backend.release(keys, token));
+      throw new LockServiceClosedError(messages.shuttingDown());
+    }
+    const lock = new HeldLock({
+      operations: context.engine,
+      key: request.key,
+      redisKeys: keys,
+      token,
+      fence,
+      lease: request.ttl,
+      startedAt: sentAt,
+      owner: context.engine,
+    });
+    return context.track(lock, request);
+  }
+
+  /** A try whose answer the call stopped waiting for: its grant, if it lands, is freed at once. */
+  private freeLateGrant(keys: LockRedisKeys, token: string, sent: Promise<number>): void {
+    this.context.cleanUp(sent.then((late) => (late > 0 ? this.backend.release(keys, token) : false)));
+  }
+}
+
+/** What an acquire command is about, for its failure's message. */
+function subjectOf(request: AcquireRequest): string {
+  return `lock "${request.key}"`;
 }

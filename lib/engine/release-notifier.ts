@@ -133,8 +133,14 @@ export class ReleaseNotifier {
     return this.subscriber;
   }
 
-  /** This process is about to release the lock held by `token`. */
+  /**
+   * This process is about to release the lock held by `token`. Remembered only while a local
+   * waiter waits on some lock: with none, nothing here can be woken twice. (One that starts
+   * waiting before this release is answered may then be woken by both its message and its answer:
+   * one more try, never a missed wake-up.)
+   */
   releaseSent(token: string): void {
+    if (this.channels.size === 0) return;
     if (this.ownReleases.size >= MAX_OWN_RELEASES) {
       this.ownReleases.delete(this.ownReleases.keys().next().value as string);
     }
@@ -147,9 +153,14 @@ export class ReleaseNotifier {
    * first-come, first-served — unless its message already did.
    */
   releaseAnswered(channel: string, token: string, deleted: boolean): void {
+    // No waiter in this process (channels.size 0): nothing to hand off, no channel to look up —
+    // and, with nothing remembered either, no token to hash.
+    if (this.channels.size === 0) {
+      if (this.ownReleases.size > 0) this.ownReleases.delete(token);
+      return;
+    }
     const woken = this.ownReleases.get(token);
-    // No waiter in this process (channels.size 0): nothing to hand off, no channel to look up.
-    if (!deleted || woken || this.channels.size === 0) {
+    if (!deleted || woken) {
       this.ownReleases.delete(token);
       return;
     }

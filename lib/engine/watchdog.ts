@@ -6,6 +6,7 @@ import { monotonicNow } from '../util/clock';
 import { neutralScope } from './neutral-scope';
 import type { HeldLock } from './held-lock';
 import { RenewalRecord, type RenewalStatus } from './renewal-record';
+import { LinkedSet } from '../util/linked-set';
 
 /**
  * Renews a batch of locks; resolves one answer per lock: true when Redis confirmed we still own
@@ -29,8 +30,11 @@ export type ShardFn = (lock: HeldLock) => string | undefined;
  * together, so after their first renewal, locks taken at different times share batches.
  */
 export class Watchdog {
-  private readonly locks = new Set<HeldLock>();
+  /** The locks it watches (the engine's held locks). */
+  private readonly locks = new LinkedSet<HeldLock>();
   private timer?: NodeJS.Timeout;
+  /** Stopped (shutdown): no timer is armed again. */
+  private stopped = false;
   private timerAt = Infinity;
   /** When the armed timer should fire: `timerAt`, or now when that had already passed. */
   private firesAt = Infinity;
@@ -46,10 +50,16 @@ export class Watchdog {
     return this.locks.size;
   }
 
-  /** Watches `lock`: renews it when due (unless `renews` is false) and declares it lost at its deadline. */
-  add(lock: HeldLock): void {
-    this.locks.add(lock);
-    this.armFor(nextDue(lock));
+  /**
+   * Watches `lock`: renews it when due (unless `renews` is false) and declares it lost at its
+   * deadline. False when it was watched already.
+   */
+  add(lock: HeldLock): boolean {
+    const added = this.locks.add(lock);
+    // Just granted: no need to look for a wall-clock jump here. One that happened while the grant
+    // was on its way is seen at the holder's first look and at the next tick (see `deadlineSeen`).
+    this.armFor(Math.min(lock.renews ? lock.nextRenewAt : Infinity, lock.deadlineSeen, lock.holdUntil));
+    return added;
   }
 
   /** The lock's lease changed (`extend`): make sure the timer comes in time for it. */
@@ -57,10 +67,18 @@ export class Watchdog {
     if (this.locks.has(lock)) this.armFor(nextDue(lock));
   }
 
-  remove(lock: HeldLock): void {
-    // The timer stays armed when the last lock goes: a tick with nothing to do is cheaper than
-    // clearing and re-arming a timer on every acquire/release cycle.
-    this.locks.delete(lock);
+  /**
+   * Stops watching `lock` (released or lost); false when it was not watched. The timer stays armed
+   * when the last lock goes: a tick with nothing to do is cheaper than clearing and re-arming a
+   * timer on every acquire/release cycle.
+   */
+  remove(lock: HeldLock): boolean {
+    return this.locks.delete(lock);
+  }
+
+  /** The locks watched now. */
+  watched(): HeldLock[] {
+    return this.locks.toArray();
   }
 
   /** How renewals have gone lately, for a health check. */
@@ -72,12 +90,12 @@ export class Watchdog {
   }
 
   stop(): void {
-    this.locks.clear();
+    this.stopped = true;
     this.disarm();
   }
 
   private armFor(at: number): void {
-    if (at >= this.timerAt) return;
+    if (at >= this.timerAt || this.stopped) return;
     this.disarm();
     this.timerAt = at;
     const now = monotonicNow();
@@ -102,7 +120,7 @@ export class Watchdog {
     this.timerAt = Infinity;
     this.firesAt = Infinity;
     const due = new Map<string | undefined, HeldLock[]>();
-    for (const lock of this.locks) {
+    for (const lock of this.locks.toArray()) {
       if (lock.expireIfDue(now)) continue; // deadline or maxHold passed: lost (and untracked)
       // Due within the batch window (a sixth of the lease): renew now, together with the rest.
       // Never while a renewal or an extension is in flight: lease changes go out one at a time.
@@ -166,7 +184,7 @@ export class Watchdog {
 
   private rearm(): void {
     let next = Infinity;
-    for (const lock of this.locks) next = Math.min(next, nextDue(lock));
+    for (const lock of this.locks.toArray()) next = Math.min(next, nextDue(lock));
     if (next < Infinity) this.armFor(next);
   }
 }

@@ -20,12 +20,14 @@ export class ClientWatch {
     const again = this.everReady;
     this.everReady = true;
     this.finalError = undefined;
+    watchEpoch++;
     if (again) this.reconnected();
   };
   /** A Cluster dropped a node from its pool (a failover or a reshard moved its slots away). */
   private readonly onNodeGone = (): void => this.reconnected();
   private readonly onError = (error: Error): void => {
     this.lastError = error;
+    watchEpoch++;
     if (isCredentialsError(error)) this.finalError = error;
     if (this.blockedBy()) for (const listener of [...this.listeners]) listener();
   };
@@ -81,6 +83,11 @@ export class ClientWatch {
  * when too few of them can answer for a quorum).
  */
 export class ConnectionWatch {
+  /** `watchEpoch` when `healthy` was last worked out. */
+  private seenEpoch = -1;
+  /** Every node has been ready and none is blocked: as of `seenEpoch`. */
+  private healthy = false;
+
   constructor(
     readonly nodes: readonly ClientWatch[],
     /** How many nodes must be usable: 1, or Redlock's majority. */
@@ -101,7 +108,9 @@ export class ConnectionWatch {
 
   /** A fresh error naming each blocked address and its cause, when too few nodes are usable. */
   unavailable(): RedisUnavailableError | undefined {
-    // Asked before every lock command: the healthy answer allocates nothing.
+    // Asked before every lock command: the healthy answer allocates nothing, and is worked out
+    // again only after a node's client reported something.
+    if (this.isHealthy()) return undefined;
     if (this.nodes.every(isUnblocked)) return undefined;
     const blocked: { address: string; cause: Error }[] = [];
     for (const node of this.nodes) {
@@ -128,7 +137,7 @@ export class ConnectionWatch {
     }
     // Once every node has come up, only a credentials error can block it, and ioredis fails the
     // queued commands with it at once: no race needed on the hot path.
-    if (this.nodes.every(hasBeenReady)) return command;
+    if (this.isHealthy() || this.nodes.every(hasBeenReady)) return command;
     return new Promise<T>((resolve, reject) => {
       const removals = this.nodes.map((node) =>
         node.onBlocked(() => {
@@ -151,7 +160,22 @@ export class ConnectionWatch {
       );
     });
   }
+
+  /** Every node has been ready and none is blocked now. */
+  private isHealthy(): boolean {
+    if (this.seenEpoch !== watchEpoch) {
+      this.seenEpoch = watchEpoch;
+      this.healthy = this.nodes.every((node) => node.hasBeenReady && isUnblocked(node));
+    }
+    return this.healthy;
+  }
 }
+
+/**
+ * Counts the events any `ClientWatch` has seen (ready, error): what a node's health depends on.
+ * A watch whose answer was worked out at the current count need not work it out again.
+ */
+let watchEpoch = 0;
 
 const isUnblocked = (node: ClientWatch): boolean => node.blockedBy() === undefined;
 const hasBeenReady = (node: ClientWatch): boolean => node.hasBeenReady;

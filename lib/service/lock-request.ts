@@ -39,13 +39,16 @@ export function lockRequest(
 ) {
   const defaults = engine.options;
   assertLockKey(key, defaults.maxKeyLength);
+  // The module's defaults were checked when the service was made: only what the call gives is.
   const ttl = options.ttl ?? defaults.ttl;
   const wait = options.wait ?? defaults.wait;
   const maxHold = options.maxHold ?? defaults.maxHold;
   const minHold = options.minHold ?? defaults.minHold;
-  assertLease('ttl', ttl, (ms) => engine.drift(ms));
-  assertNonNegative('wait', wait);
-  assertHoldBounds(minHold, maxHold);
+  if (options.ttl !== undefined) assertLease('ttl', ttl, (ms) => engine.drift(ms));
+  if (options.wait !== undefined) assertNonNegative('wait', wait);
+  if (options.minHold !== undefined || options.maxHold !== undefined) {
+    assertHoldBounds(minHold, maxHold);
+  }
   // The kind first: a semaphore refuses read-write options with a message of its own.
   const kind = leaseKindOf(options);
   const { writerPriority } = readWriteRequest(options, defaults);

@@ -39,6 +39,8 @@ export function monotonicElapsed(): number {
 const JUMP_TOLERANCE = 10;
 /** `Date.now() - performance.now()` at the last reading. */
 let lastOffset: number | undefined;
+/** The wall clock (ms) at the last reading. */
+let lastWall = 0;
 /** Forward jumps seen, oldest first: when (monotonic) they were seen, and by how many ms. */
 const jumps: { at: number; ms: number }[] = [];
 const MAX_JUMPS = 64;
@@ -50,17 +52,19 @@ const MAX_JUMPS = 64;
  * it never gives a lease time back.
  */
 function watchWallClock(monotonic: number): void {
-  const offset = source.wall() - monotonic;
+  const wall = source.wall();
+  lastWall = wall;
+  const offset = wall - monotonic;
   if (lastOffset === undefined || offset <= lastOffset + JUMP_TOLERANCE) {
     lastOffset = offset;
     return;
   }
   // Read again, tightly, so a reading preempted between the two clocks is not taken for a jump.
   const before = source.monotonic();
-  const wall = source.wall();
+  const again = source.wall();
   const after = source.monotonic();
   if (after - before > 1) return; // preempted again: judge on a later reading
-  const confirmed = wall - (before + after) / 2;
+  const confirmed = again - (before + after) / 2;
   if (confirmed > lastOffset + JUMP_TOLERANCE) {
     jumps.push({ at: monotonic, ms: confirmed - lastOffset });
     const [first, second] = jumps;
@@ -143,23 +147,33 @@ export function shortestLease(drift: (ttl: number) => number): number {
  * on this process's wall clock when the try was sent. It is the lock's value, compared whole, so
  * inspection reads the holder from the lock itself and a grant writes no record beside it.
  */
-export function newHolderToken(instanceId: string): string {
-  return `${newToken()} ${Math.floor(source.wall())} ${instanceId}`;
+export function newHolderToken(instanceId: string, since: number = source.wall()): string {
+  return `${newToken()} ${Math.floor(since)} ${instanceId}`;
 }
 
-let pool = Buffer.alloc(0);
+/**
+ * The wall clock (ms) as the last `monotonicNow()` read it: a try that reads when it was sent
+ * takes its holder's `since` from the same reading (`newHolderToken`), not from another.
+ */
+export function wallAtLastReading(): number {
+  return lastWall;
+}
+
+/** Random bytes from the CSPRNG, as hex, drawn 4 KB at a time; `offset` is the next unused char. */
+let pool = '';
 let offset = 0;
 
 /**
- * A fresh 128-bit owner token from the CSPRNG, hex-encoded. Tokens are drawn from a pooled buffer
- * (as `crypto.randomUUID` does) to keep one syscall off the acquire path.
+ * A fresh 128-bit owner token from the CSPRNG, hex-encoded. Tokens are cut from a pool of random
+ * bytes encoded once (as `crypto.randomUUID` pools its bytes): one syscall and one encoding per
+ * 256 tokens, not one per acquire.
  */
 export function newToken(): string {
-  if (offset + 16 > pool.length) {
-    pool = randomBytes(4096);
+  if (offset + 32 > pool.length) {
+    pool = randomBytes(4096).toString('hex');
     offset = 0;
   }
-  const token = pool.toString('hex', offset, offset + 16);
-  offset += 16;
+  const token = pool.slice(offset, offset + 32);
+  offset += 32;
   return token;
 }
