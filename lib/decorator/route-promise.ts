@@ -29,8 +29,9 @@ export function locksAsPromise(
 /**
  * Takes the lock and runs a route handler under it (see `locksAsPromise`): `callLocked`, with what
  * outlives the handler's promise held on the call — a `StreamableFile` until its stream ended, an
- * Observable the promise resolved to until it ends or the response is over. `caller` tells whether
- * the caller still listens.
+ * Observable the promise resolved to until it ends — or, given the `response`, until it is over.
+ * `caller` tells whether the caller still listens; a route called without an interceptor has
+ * neither (Nest ends a file's stream, and unsubscribes a stream, when its response is over).
  */
 export function lockRouteCall(
   locks: LockSource,
@@ -39,7 +40,7 @@ export function lockRouteCall(
   run: () => unknown,
   response: unknown,
   mapError: (error: unknown) => unknown,
-  caller: CallerPresence,
+  caller?: CallerPresence,
 ): Promise<unknown> {
   return callLocked(
     locks,
@@ -59,7 +60,7 @@ function heldValue(value: unknown, call: LockedCall, response: unknown): unknown
   // the response is over (a timeout may answer before anyone subscribes).
   let ended!: () => void;
   const over = new Promise<void>((resolve) => (ended = resolve));
-  void responseOver(response).then(ended);
+  if (response !== undefined) void responseOver(response).then(ended);
   call.hold(over);
   return value.pipe(finalize(ended));
 }
