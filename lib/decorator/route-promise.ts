@@ -46,7 +46,13 @@ export function lockRouteCall(
     locks,
     key,
     options,
-    async (call) => heldValue(await run(), call, response),
+    (call) => {
+      // Not an async function: a promise fewer per request, on the path every route call takes.
+      const result = run();
+      return isThenable(result)
+        ? Promise.resolve(result).then((value) => heldValue(value, call, response))
+        : heldValue(result, call, response);
+    },
     mapError,
     caller,
   );
@@ -63,4 +69,12 @@ function heldValue(value: unknown, call: LockedCall, response: unknown): unknown
   if (response !== undefined) void responseOver(response).then(ended);
   call.hold(over);
   return value.pipe(finalize(ended));
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
