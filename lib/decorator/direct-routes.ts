@@ -1,4 +1,4 @@
-import { HttpException, Injectable } from '@nestjs/common';
+import { HttpException, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { ApplicationConfig, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { lockSourceFor } from '../locking/public-lock-source';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
@@ -113,9 +113,16 @@ export function interceptedBecause(route: RouteSetting): InterceptedBecause | un
  * Nest calls them with or without `LockedInterceptor`, and sets their interceptor lists so.
  * `RedisLockModule.configure()` runs it: the last moment before Nest registers routes, and the
  * first at which the app's global interceptors and filters are all known.
+ *
+ * The list belongs to the method, which every app of the process shares, and Nest reads it again
+ * for each request of a request-scoped route: a route another running app needs the interceptor
+ * on keeps it here too (locked correctly, at the interceptor's cost), until that app is closed.
  */
 @Injectable()
-export class DirectRoutes {
+export class DirectRoutes implements OnModuleDestroy {
+  /** The route functions this app needs `LockedInterceptor` on (counted in `needed`). */
+  private readonly needs: object[] = [];
+
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -147,11 +154,28 @@ export class DirectRoutes {
       }
     }
     for (const [handler, { spec, direct }] of verdicts) {
-      setLockedInterceptor(handler, !direct);
-      if (direct) markDirectRoute(spec);
+      if (direct && !needed.has(handler)) {
+        removeLockedInterceptor(handler);
+        markDirectRoute(spec);
+      } else if (!direct) {
+        needed.set(handler, (needed.get(handler) ?? 0) + 1);
+        this.needs.push(handler);
+        restoreLockedInterceptor(handler);
+      }
+    }
+  }
+
+  onModuleDestroy(): void {
+    for (const handler of this.needs.splice(0)) {
+      const count = (needed.get(handler) ?? 1) - 1;
+      if (count > 0) needed.set(handler, count);
+      else needed.delete(handler);
     }
   }
 }
+
+/** How many running apps of this process need `LockedInterceptor` on each route function. */
+const needed = new WeakMap<object, number>();
 
 /**
  * A route planned without error, keyed from its arguments. A template that cannot be planned keeps
@@ -174,22 +198,23 @@ function lockSourceOf(wrapper: InstanceWrapper): object | undefined {
   return found ? lockSourceFor(found) : undefined;
 }
 
-/** The route functions this module took `LockedInterceptor` from, so another app can restore it. */
+/** The route functions an app of this process took `LockedInterceptor` from. */
 const interceptorRemoved = new WeakSet<object>();
 
-/**
- * Removes `LockedInterceptor` from a direct route's interceptor list, or puts it back (last, as
- * the explorer orders it) for a route that an app built earlier in this process took it from.
- */
-function setLockedInterceptor(handler: object, needed: boolean): void {
+/** Takes `LockedInterceptor` off a direct route's interceptor list. */
+function removeLockedInterceptor(handler: object): void {
   const list = listed(NestMetadata.interceptors, handler);
   const others = list.filter((one) => one !== LockedInterceptor);
-  if (!needed && others.length < list.length) {
-    Reflect.defineMetadata(NestMetadata.interceptors, others, handler);
-    interceptorRemoved.add(handler);
-  } else if (needed && interceptorRemoved.has(handler) && others.length === list.length) {
-    Reflect.defineMetadata(NestMetadata.interceptors, [...others, LockedInterceptor], handler);
-  }
+  if (others.length === list.length) return;
+  Reflect.defineMetadata(NestMetadata.interceptors, others, handler);
+  interceptorRemoved.add(handler);
+}
+
+/** Puts `LockedInterceptor` back, last (as the explorer orders it), where an app took it off. */
+function restoreLockedInterceptor(handler: object): void {
+  const list = listed(NestMetadata.interceptors, handler);
+  if (!interceptorRemoved.has(handler) || list.includes(LockedInterceptor)) return;
+  Reflect.defineMetadata(NestMetadata.interceptors, [...list, LockedInterceptor], handler);
 }
 
 function listed(key: string, target: object): unknown[] {

@@ -5,7 +5,8 @@
  * `StreamableFile`'s key until the file was read or its client left. Routes whose call without the
  * interceptor could differ keep it: a key read from the request, another interceptor of the app, a
  * filter of the user's that catches the interceptor's `HttpException`, `answerLockErrors: false`,
- * an `exceptionFactory` — also after another app in the process took the interceptor away.
+ * an `exceptionFactory` — also after another app in the process took the interceptor away, and in
+ * an app started while one that needs it runs.
  */
 import {
   type ArgumentsHost,
@@ -345,6 +346,21 @@ describe.each([
       // The first app's route was registered without it, and stays so.
       expect((await request(app.getHttpServer()).get('/direct/busy/b-2')).status).toBe(200);
       expect(interceptions).toHaveBeenCalledTimes(1);
+    });
+
+    it('while an app that needs LockedInterceptor runs, an app started beside it keeps it too', async () => {
+      const interceptedApp = [PassThrough, { provide: APP_INTERCEPTOR, useClass: PassThrough }];
+      await withApp({}, interceptedApp, async (first) => {
+        // An app that needs none, started while the first runs: it must not take it off the
+        // method both share (Nest reads it again for each request of a request-scoped route).
+        await withApp({}, [PassThrough], async (second) => {
+          expect(intercepted('busy')).toBe(true);
+          expect((await request(second.getHttpServer()).get('/direct/busy/b-6')).status).toBe(200);
+          expect(interceptions).toHaveBeenCalledTimes(1);
+        });
+        expect((await request(first.getHttpServer()).get('/direct/busy/b-6')).status).toBe(200);
+        expect(interceptions).toHaveBeenCalledTimes(2);
+      });
     });
 
     it("a filter of the user's that catches HttpException still reshapes the busy answer", async () => {
