@@ -278,9 +278,13 @@ async function checkNestInternals(internals, load) {
 
 /**
  * An HTTP app (Express) whose module's `configure()` records the app's global interceptors and
- * filters (`globalRouteEnhancers`: an `APP_INTERCEPTOR`, a request-scoped `APP_FILTER`, and what
- * `app.useGlobal*()` added after the app was created) and then sets a route's interceptor list:
- * a request to the route runs the interceptor set there.
+ * filters (`globalRouteEnhancers`: an `APP_INTERCEPTOR`, an `APP_FILTER`, and a filter
+ * `app.useGlobalFilters()` added after the app was created) and then sets a route's interceptor
+ * list: a request to the route runs the interceptor set there, so the (static) route was
+ * registered after `configure()`. Then, in an application context, request-scoped `APP_*`
+ * providers: `globalRouteEnhancers` lists their classes (a request-scoped enhancer makes every
+ * route request-scoped, which is why the HTTP app has none: its routes read their lists per
+ * request, and would see one set at any time).
  */
 async function checkConfigure(internals, load, same) {
   const common = load('@nestjs/common');
@@ -289,6 +293,7 @@ async function checkConfigure(internals, load, same) {
   const http = load('node:http');
   const K = internals.NestMetadata;
   const ran = [];
+  const nameOf = (one) => (typeof one === 'function' ? one : one.constructor).name;
   class SetLater {
     intercept(_context, next) {
       ran.push('set in configure()');
@@ -300,7 +305,7 @@ async function checkConfigure(internals, load, same) {
       return next.handle();
     }
   }
-  class PerRequest {
+  class ProvidedFilter {
     catch() {}
   }
   class Given {
@@ -321,10 +326,7 @@ async function checkConfigure(internals, load, same) {
     }
     configure() {
       const globals = internals.globalRouteEnhancers(this.config);
-      seen = [
-        globals.interceptors.map((one) => (typeof one === 'function' ? one : one.constructor).name),
-        globals.filters.map((one) => (typeof one === 'function' ? one : one.constructor).name),
-      ];
+      seen = [globals.interceptors.map(nameOf), globals.filters.map(nameOf)];
       Reflect.defineMetadata(K.interceptors, [new SetLater()], Route.prototype.m);
     }
   }
@@ -333,15 +335,16 @@ async function checkConfigure(internals, load, same) {
     controllers: [Route],
     providers: [
       { provide: core.APP_INTERCEPTOR, useClass: Provided },
-      { provide: core.APP_FILTER, useClass: PerRequest, scope: common.Scope.REQUEST },
+      { provide: core.APP_FILTER, useClass: ProvidedFilter },
     ],
   })(App);
   const app = await core.NestFactory.create(App, new ExpressAdapter(), { logger: false });
+  let body;
   try {
     app.useGlobalFilters(new Given());
     await app.listen(0, '127.0.0.1');
     const { port } = app.getHttpServer().address();
-    const body = await new Promise((resolve, reject) => {
+    body = await new Promise((resolve, reject) => {
       http
         .get({ host: '127.0.0.1', port, path: '/route/m' }, (res) => {
           let text = '';
@@ -350,12 +353,39 @@ async function checkConfigure(internals, load, same) {
         })
         .on('error', reject);
     });
-    return same(
-      [seen, body, ran],
-      [[['Provided'], ['Given', 'PerRequest']], 'ok', ['set in configure()']],
-    );
   } finally {
     await app.close();
+  }
+  const routes = same(
+    [seen, body, ran],
+    [[['Provided'], ['ProvidedFilter', 'Given']], 'ok', ['set in configure()']],
+  );
+  if (routes !== true) return routes;
+
+  class PerRequest {
+    intercept(_context, next) {
+      return next.handle();
+    }
+  }
+  class PerRequestFilter {
+    catch() {}
+  }
+  class Scoped {}
+  common.Module({
+    providers: [
+      { provide: core.APP_INTERCEPTOR, useClass: PerRequest, scope: common.Scope.REQUEST },
+      { provide: core.APP_FILTER, useClass: PerRequestFilter, scope: common.Scope.REQUEST },
+    ],
+  })(Scoped);
+  const context = await core.NestFactory.createApplicationContext(Scoped, { logger: false });
+  try {
+    const globals = internals.globalRouteEnhancers(context.get(core.ApplicationConfig));
+    return same(
+      [globals.interceptors.map(nameOf), globals.filters.map(nameOf)],
+      [['PerRequest'], ['PerRequestFilter']],
+    );
+  } finally {
+    await context.close();
   }
 }
 
