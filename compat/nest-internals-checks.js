@@ -136,6 +136,40 @@ async function checkNestInternals(internals, load) {
     );
   });
 
+  await check(
+    'filterCatch: @Catch() lists what a filter catches, nothing for every exception',
+    () => {
+      class Thrown extends Error {}
+      class One {
+        catch() {}
+      }
+      class All {
+        catch() {}
+      }
+      common.Catch(Thrown, common.HttpException)(One);
+      common.Catch()(All);
+      return same(
+        [
+          (Reflect.getMetadata(K.filterCatch, One) || []).map((type) => type.name),
+          Reflect.getMetadata(K.filterCatch, All),
+        ],
+        [['Thrown', 'HttpException'], []],
+      );
+    },
+  );
+
+  await check('render + redirect: @Render() and @Redirect() mark the handler', () => {
+    const Rendered = withMethod(common.Render('page'));
+    const Redirected = withMethod(common.Redirect('/elsewhere', 301));
+    return same(
+      [
+        Reflect.getMetadata(K.render, Rendered.prototype.m),
+        (Reflect.getMetadata(K.redirect, Redirected.prototype.m) || {}).url,
+      ],
+      ['page', '/elsewhere'],
+    );
+  });
+
   await check('moduleImports/Providers/Exports: @Module() lists', () => {
     class Imported {}
     class Provided {}
@@ -235,7 +269,124 @@ async function checkNestInternals(internals, load) {
   await check('injector records + global filters + replaceFactory: read and changed as we do', () =>
     checkInjector(internals, load, same),
   );
+  await check(
+    'configure(): runs once every global enhancer is set, before routes read their interceptors',
+    () => checkConfigure(internals, load, same),
+  );
   return results;
+}
+
+/**
+ * An HTTP app (Express) whose module's `configure()` records the app's global interceptors and
+ * filters (`globalRouteEnhancers`: an `APP_INTERCEPTOR`, an `APP_FILTER`, and a filter
+ * `app.useGlobalFilters()` added after the app was created) and then sets a route's interceptor
+ * list: a request to the route runs the interceptor set there, so the (static) route was
+ * registered after `configure()`. Then, in an application context, request-scoped `APP_*`
+ * providers: `globalRouteEnhancers` lists their classes (a request-scoped enhancer makes every
+ * route request-scoped, which is why the HTTP app has none: its routes read their lists per
+ * request, and would see one set at any time).
+ */
+async function checkConfigure(internals, load, same) {
+  const common = load('@nestjs/common');
+  const core = load('@nestjs/core');
+  const { ExpressAdapter } = load('@nestjs/platform-express');
+  const http = load('node:http');
+  const K = internals.NestMetadata;
+  const ran = [];
+  const nameOf = (one) => (typeof one === 'function' ? one : one.constructor).name;
+  class SetLater {
+    intercept(_context, next) {
+      ran.push('set in configure()');
+      return next.handle();
+    }
+  }
+  class Provided {
+    intercept(_context, next) {
+      return next.handle();
+    }
+  }
+  class ProvidedFilter {
+    catch() {}
+  }
+  class Given {
+    catch() {}
+  }
+  class Route {
+    m() {
+      return 'ok';
+    }
+  }
+  const m = Object.getOwnPropertyDescriptor(Route.prototype, 'm');
+  common.Get('m')(Route.prototype, 'm', m);
+  common.Controller('route')(Route);
+  let seen;
+  class App {
+    constructor(config) {
+      this.config = config;
+    }
+    configure() {
+      const globals = internals.globalRouteEnhancers(this.config);
+      seen = [globals.interceptors.map(nameOf), globals.filters.map(nameOf)];
+      Reflect.defineMetadata(K.interceptors, [new SetLater()], Route.prototype.m);
+    }
+  }
+  common.Inject(core.ApplicationConfig)(App, undefined, 0);
+  common.Module({
+    controllers: [Route],
+    providers: [
+      { provide: core.APP_INTERCEPTOR, useClass: Provided },
+      { provide: core.APP_FILTER, useClass: ProvidedFilter },
+    ],
+  })(App);
+  const app = await core.NestFactory.create(App, new ExpressAdapter(), { logger: false });
+  let body;
+  try {
+    app.useGlobalFilters(new Given());
+    await app.listen(0, '127.0.0.1');
+    const { port } = app.getHttpServer().address();
+    body = await new Promise((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port, path: '/route/m' }, (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve(text));
+        })
+        .on('error', reject);
+    });
+  } finally {
+    await app.close();
+  }
+  const routes = same(
+    [seen, body, ran],
+    [[['Provided'], ['ProvidedFilter', 'Given']], 'ok', ['set in configure()']],
+  );
+  if (routes !== true) return routes;
+
+  class PerRequest {
+    intercept(_context, next) {
+      return next.handle();
+    }
+  }
+  class PerRequestFilter {
+    catch() {}
+  }
+  class Scoped {}
+  common.Module({
+    providers: [
+      { provide: core.APP_INTERCEPTOR, useClass: PerRequest, scope: common.Scope.REQUEST },
+      { provide: core.APP_FILTER, useClass: PerRequestFilter, scope: common.Scope.REQUEST },
+    ],
+  })(Scoped);
+  const context = await core.NestFactory.createApplicationContext(Scoped, { logger: false });
+  try {
+    const globals = internals.globalRouteEnhancers(context.get(core.ApplicationConfig));
+    return same(
+      [globals.interceptors.map(nameOf), globals.filters.map(nameOf)],
+      [['PerRequest'], ['PerRequestFilter']],
+    );
+  } finally {
+    await context.close();
+  }
 }
 
 /**

@@ -22,9 +22,9 @@ trap cleanup EXIT
 # @nestjs/schedule version apart from Nest's own).
 packages_for() {
   case "$1" in
-    10) echo "@nestjs/common@^10 @nestjs/core@^10 @nestjs/microservices@^10 @nestjs/websockets@^10 @nestjs/graphql@^12 @nestjs/schedule@^4" ;;
-    11) echo "@nestjs/common@^11 @nestjs/core@^11 @nestjs/microservices@^11 @nestjs/websockets@^11 @nestjs/graphql@^13 @nestjs/schedule@^6" ;;
-    12) echo "@nestjs/common@^12 @nestjs/core@^12 @nestjs/microservices@^12 @nestjs/websockets@^12 @nestjs/graphql@^14 @nestjs/schedule@^12" ;;
+    10) echo "@nestjs/common@^10 @nestjs/core@^10 @nestjs/platform-express@^10 @nestjs/microservices@^10 @nestjs/websockets@^10 @nestjs/graphql@^12 @nestjs/schedule@^4" ;;
+    11) echo "@nestjs/common@^11 @nestjs/core@^11 @nestjs/platform-express@^11 @nestjs/microservices@^11 @nestjs/websockets@^11 @nestjs/graphql@^13 @nestjs/schedule@^6" ;;
+    12) echo "@nestjs/common@^12 @nestjs/core@^12 @nestjs/platform-express@^12 @nestjs/microservices@^12 @nestjs/websockets@^12 @nestjs/graphql@^14 @nestjs/schedule@^12" ;;
     *) echo "nest-internals: no package list for Nest $1" >&2; return 1 ;;
   esac
 }

@@ -29,11 +29,14 @@ it('reads every metadata key, parameter number and injector record as Nest 11 wr
     'path + method',
     'propertyDeps',
     'exceptionFilters',
+    'filterCatch',
+    'render + redirect',
     'moduleImports/Providers/Exports',
     'pattern + patternHandler + payload',
     'gateway + messageMapping + payload (+ ack)',
     'resolverType + resolveField + GqlParamType',
     'schedulerType',
     'injector records + global filters + replaceFactory',
+    'configure()',
   ]);
 });

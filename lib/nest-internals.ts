@@ -1,3 +1,4 @@
+import type { ApplicationConfig } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { Module } from '@nestjs/core/injector/module';
 
@@ -46,6 +47,12 @@ export const NestMetadata = {
   schedulerType: 'SCHEDULER_TYPE',
   /** `@UseFilters()` on a class or method: its exception filters, in order. */
   exceptionFilters: '__exceptionFilters__',
+  /** `@Catch()` on a filter class: the exceptions it catches (none listed: every exception). */
+  filterCatch: '__filterCatchExceptions__',
+  /** `@Render()` on a handler: its template (Nest renders what the handler returns). */
+  render: '__renderTemplate__',
+  /** `@Redirect()` on a handler: `{ url, statusCode }` (Nest redirects instead of sending). */
+  redirect: '__redirect__',
   /** `@Module()`'s lists on a module class. */
   moduleImports: 'imports',
   moduleProviders: 'providers',
@@ -100,6 +107,32 @@ export function addFirstGlobalFilter(
 ): void {
   const globals = config.getGlobalFilters();
   if (!globals.some(isOurs)) globals.unshift(filter);
+}
+
+/**
+ * The app's global interceptors and exception filters, as the routes registered after this call
+ * will get them: the instances (`app.useGlobal*()`, `APP_*` providers), and the classes of
+ * request-scoped `APP_*` providers, which Nest keeps as injector records and builds per request.
+ *
+ * Complete only from a module's `configure()` on: Nest calls it during `init()`, after it created
+ * every provider and applied the `APP_*` ones and after the app's `useGlobal*()` calls, and
+ * before it registers the routes, when it reads each route's interceptors and filters (once for a
+ * static route, per request for a request-scoped one).
+ */
+export function globalRouteEnhancers(config: ApplicationConfig): {
+  interceptors: unknown[];
+  filters: unknown[];
+} {
+  return {
+    interceptors: [
+      ...config.getGlobalInterceptors(),
+      ...config.getGlobalRequestInterceptors().map((wrapper) => wrapper.metatype),
+    ],
+    filters: [
+      ...config.getGlobalFilters(),
+      ...config.getGlobalRequestFilters().map((wrapper) => wrapper.metatype),
+    ],
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Inject, Optional } from '@nestjs/common';
 import type { LockSource } from '../locking/lock-source';
-import { lockSourceFor } from '../locking/public-lock-source';
+import { lockSourceFor, type ServiceLockSource } from '../locking/public-lock-source';
 import { NestMetadata } from '../nest-internals';
 
 /**
@@ -33,7 +33,7 @@ export function injectLockSource(prototype: object): void {
  * The LockService an instance was given, if any — a test double of it through its public API
  * (`lockSourceFor`).
  */
-export function injectedLockSource(instance: unknown): LockSource | undefined {
+export function injectedLockSource(instance: unknown): ServiceLockSource | undefined {
   if (instance === null || typeof instance !== 'object') return undefined;
   const given = (instance as { [INJECTED]?: object | null })[INJECTED];
   return given ? lockSourceFor(given) : undefined;

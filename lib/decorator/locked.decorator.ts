@@ -16,6 +16,7 @@ import { assertExclusiveOnly } from '../options/multi-key-options';
 import { leaseKindOf } from '../options/permits-option';
 import { assertReadWriteOptions } from '../options/read-write-options';
 import type { LockedOptions } from '../options/lock-call-options';
+import { isDirectRoute, lockDirectRouteCall } from './direct-route-call';
 import { resolverMethod, runResolverLocked } from './graphql/locked-resolver';
 import { injectedLockSource, injectLockSource } from './locked-binding';
 import {
@@ -195,6 +196,11 @@ function lockedMethod(original: (...args: unknown[]) => unknown, spec: LockedSpe
       // wrapping decorator above this one (a tracing `@Span`) copies the spec onto the function
       // Nest calls, and then calls this wrapper with the same arguments.
       return route.run(args, (callArgs) => original.apply(this, callArgs));
+    }
+    // A route Nest calls without LockedInterceptor (decided at bootstrap, `direct-routes.ts`):
+    // keyed from the same arguments, locked here.
+    if (isDirectRoute(spec)) {
+      return lockDirectRouteCall(spec, this, wrapper, args, () => original.apply(this, args));
     }
     // A GraphQL resolver no interceptor prepared (a field resolver): keyed as its handler kind.
     const resolver = resolverMethod(this, spec, wrapper);

@@ -48,15 +48,20 @@ import { lockRouteCall, locksAsPromise } from './route-promise';
 import { answerSkipped } from './skipped-answer';
 
 /**
- * Locks `@Locked` routes, microservice and gateway handlers. Interceptors run before pipes, so it
- * only prepares the call: the lock is taken when Nest calls the handler with the arguments its
- * pipes produced, keyed from them (a request its pipes reject takes no lock). It is then held until
- * the work for the call is done: the handler's promise settled (even if the subscriber left, e.g. a
- * timeout interceptor), a `@Res()` response sent or its connection closed, a `StreamableFile` read
- * to its end, an `@Ack()` sent. A route that answers with what it returns is locked as a plain
- * promise, without a stream of its own (`locksAsPromise`). `@Locked` attaches it by itself; it is
- * exported for `APP_INTERCEPTOR`-style setups (each call is still locked once) and for subclassing
- * its seams (`resolveKey`, `toHttpException`), as `ThrottlerGuard` allows.
+ * Locks `@Locked` microservice and gateway handlers, resolvers, and the HTTP routes whose lock
+ * needs their request, their response or their caller — a key read from the request, `@Res()`, a
+ * stream, another interceptor (`direct-routes.ts`); `@Locked` locks the other routes where Nest
+ * calls the handler. Interceptors run before pipes, so it only prepares the call: the lock is
+ * taken when Nest calls the handler with the arguments its pipes produced, keyed from them (a
+ * request its pipes reject takes no lock). It is then held until the work for the call is done:
+ * the handler's promise settled (even if the subscriber left, e.g. a timeout interceptor), a
+ * `@Res()` response sent or its connection closed, a `StreamableFile` read to its end, an
+ * `@Ack()` sent. A route that answers with what it returns is locked as a plain promise, without
+ * a stream of its own (`locksAsPromise`). `@Locked` attaches it by itself (and takes it off, at
+ * bootstrap, the routes that need none); it is exported for `APP_INTERCEPTOR`-style setups (each
+ * call is still locked once) and for subclassing its seams (`resolveKey`, `toHttpException`), as
+ * `ThrottlerGuard` allows: registered on a route, its class or the app, it is another interceptor
+ * of the route, which therefore keeps this path.
  */
 @Injectable()
 export class LockedInterceptor implements NestInterceptor {

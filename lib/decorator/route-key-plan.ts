@@ -6,6 +6,7 @@ import { describe, namesHidden, suggestions, type Target } from './route-key-hin
 import {
   argumentReader,
   payloadReader,
+  readsCall,
   sourceReader,
   type KeyReader,
   type PlanContext,
@@ -52,6 +53,40 @@ export function keyFromRouteArguments(
   const kind: HandlerKind = type === 'http' || type === 'graphql' ? type : 'message';
   const plan = planFor(spec, kind, context.getClass(), context.getHandler());
   return renderKeyTemplate(spec.template!, (placeholder) => plan.get(placeholder)!(args, context));
+}
+
+/**
+ * Whether an HTTP route's key is read from its handler's (piped) arguments alone — no key function,
+ * no placeholder that falls back to the request (`<headers.x>`, `<user.x>` that no parameter
+ * supplies) — so that it can be keyed where Nest calls the handler, without the request. Plans the
+ * route, so a template that cannot be planned throws `RedisLockConfigError`.
+ */
+export function keyedFromArguments(
+  spec: RouteKeySpec,
+  controller: object,
+  handler: object,
+): boolean {
+  if (spec.members) {
+    return spec.members.every((one) => keyedFromArguments(one, controller, handler));
+  }
+  if (!spec.template) return false;
+  const plan = planFor(spec, 'http', controller, handler);
+  for (const reader of plan.values()) if (readsCall(reader)) return false;
+  return true;
+}
+
+/**
+ * The key of an HTTP route call from its handler's arguments alone, for a route that is
+ * `keyedFromArguments`: the plan checked at bootstrap for `controller`, without the request.
+ */
+export function keyFromHandlerArguments(
+  spec: RouteKeySpec,
+  args: readonly unknown[],
+  controller: object,
+  handler: object,
+): string {
+  const plan = planFor(spec, 'http', controller, handler);
+  return renderKeyTemplate(spec.template!, (placeholder) => plan.get(placeholder)!(args));
 }
 
 /**

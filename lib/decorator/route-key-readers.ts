@@ -12,6 +12,22 @@ import type { HandlerKind, HandlerParameter, RequestSource } from './route-param
  */
 export type KeyReader = (args: readonly unknown[], context?: ExecutionContext) => unknown;
 
+/**
+ * The readers that read the call (its request or message) rather than the handler's arguments:
+ * a route keyed by one of them needs the `ExecutionContext`, which only an interceptor is given.
+ */
+const callReaders = new WeakSet<KeyReader>();
+
+/** Whether `reader` reads the call itself, not the handler's arguments (see `callReaders`). */
+export function readsCall(reader: KeyReader): boolean {
+  return callReaders.has(reader);
+}
+
+function fromCall(reader: KeyReader): KeyReader {
+  callReaders.add(reader);
+  return reader;
+}
+
 /** What planning one route reads from: its spec, its handler kind, parameters and path. */
 export interface PlanContext {
   readonly spec: RouteKeySpec;
@@ -54,8 +70,9 @@ export function sourceReader(
   const path = source === 'headers' ? [field.toLowerCase(), ...more] : [field, ...more];
   const whole = bound.find((parameter) => parameter.field === undefined);
   if (whole) return (args) => readPath(args[whole.index], path);
-  return (_args, context) =>
-    readPath(context!.switchToHttp().getRequest<Record<string, unknown>>()[source], path);
+  return fromCall((_args, context) =>
+    readPath(context!.switchToHttp().getRequest<Record<string, unknown>>()[source], path),
+  );
 }
 
 /** A message's payload: the handler's whole-payload parameter (piped) if any, else the message. */
@@ -64,13 +81,14 @@ export function payloadReader(path: readonly string[], plan: PlanContext): KeyRe
     (parameter) => parameter.source === 'payload' && !parameter.field,
   );
   if (whole) return (args) => readPath(args[whole.index], path);
-  return (_args, context) =>
+  return fromCall((_args, context) =>
     readPath(
       context!.getType() === 'rpc'
         ? context!.switchToRpc().getData()
         : context!.switchToWs().getData(),
       path,
-    );
+    ),
+  );
 }
 
 const lower = ([first, ...rest]: readonly string[]): string[] =>

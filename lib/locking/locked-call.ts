@@ -35,4 +35,9 @@ export class LockedCall {
     while (this.pending.size > 0) await Promise.all(this.pending);
     this.closed = true;
   }
+
+  /** Closes a call that holds no work (`busy` is false), as `drain()` would. */
+  close(): void {
+    this.closed = true;
+  }
 }

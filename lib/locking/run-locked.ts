@@ -292,11 +292,15 @@ function inFrame<A, R>(parent: LockFrame | undefined, hold: Hold, fn: (arg: A) =
  * meanwhile), then ends the hold: its handle's signal aborts, and the last hold releases.
  * Never rejects.
  */
-async function endHold(hold: Hold, call: LockedCall): Promise<LockLostError | undefined> {
-  // Nothing outlives the call: abort at once, within teardown, so work that checks it stops.
-  if (!call.busy) hold.handle.end();
-  await call.drain();
-  return hold.end();
+function endHold(hold: Hold, call: LockedCall): Promise<LockLostError | undefined> {
+  if (!call.busy) {
+    // Nothing outlives the call: abort at once, within teardown, so work that checks it stops.
+    // Ended without waiting for the call to drain: a promise fewer per route call.
+    hold.handle.end();
+    call.close();
+    return hold.end();
+  }
+  return call.drain().then(() => hold.end());
 }
 
 /** The loss to answer with after the work, when `onLost` says to throw it. */

@@ -1,5 +1,6 @@
-import { Module } from '@nestjs/common';
+import { Module, type NestModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { DirectRoutes } from '../decorator/direct-routes';
 import { LOCK_SOURCE } from '../decorator/locked-binding';
 import { LockedExplorer } from '../decorator/locked.explorer';
 import { LockedInterceptor } from '../decorator/locked.interceptor';
@@ -16,9 +17,10 @@ import { RedisLockStartupCheck } from './startup-check';
  * Provides `LockService` on the lock store its options describe (provided under `LOCK_STORE`),
  * also to the `@Locked` methods of every provider and controller of the modules that see it (Nest
  * injects it into each instance, in any scope), checks `@Locked` keys and lock kinds at
- * bootstrap, provides the interceptor `@Locked` routes use, and answers lock failures that reach
- * Nest's default exception handling as `@Locked` routes do (`answerLockErrors`). Global by default
- * (`isGlobal: false` to scope it: then each module's `@Locked` uses the one that module imports).
+ * bootstrap, provides the interceptor `@Locked` routes use where their lock needs the request
+ * (and takes it off the others), and answers lock failures that reach Nest's default exception
+ * handling as `@Locked` routes do (`answerLockErrors`). Global by default (`isGlobal: false` to
+ * scope it: then each module's `@Locked` uses the one that module imports).
  *
  * @example
  * ```ts
@@ -49,10 +51,24 @@ import { RedisLockStartupCheck } from './startup-check';
     // Campaigns for the `leaders` option's roles and `@WhenLeader` methods' at bootstrap.
     WhenLeaderExplorer,
     LockedInterceptor,
+    DirectRoutes,
     RedisLockStartupCheck,
     LockErrorAnswers,
     UnclaimedStoreCloser,
   ],
   exports: [LockService, LOCK_SOURCE, LOCK_STORE, LockedInterceptor],
 })
-export class RedisLockModule extends ConfigurableModuleClass {}
+export class RedisLockModule extends ConfigurableModuleClass implements NestModule {
+  constructor(private readonly directRoutes: DirectRoutes) {
+    super();
+  }
+
+  /**
+   * Decides which `@Locked` routes Nest calls without `LockedInterceptor`. Here, not at a
+   * provider's creation: Nest calls `configure()` after the app's global interceptors and filters
+   * are set (`APP_*` providers, `app.useGlobal*()`), and before it registers the routes.
+   */
+  configure(): void {
+    this.directRoutes.choose();
+  }
+}

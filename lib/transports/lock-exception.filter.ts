@@ -27,6 +27,7 @@ import { toLockTransportError } from './messages/lock-transport-error';
 import { toLockGraphQLError, type LockGraphQLError } from './graphql/lock-graphql-error';
 import { handlerName, httpAnswer, logLockFailure } from './shared/lock-failure-answer';
 import { headersSent, toLockHttpException } from './http/lock-http-exception';
+import { routeOf } from './http/route-failure-site';
 
 const logger = new Logger('RedisLock');
 
@@ -62,7 +63,10 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
 
   catch(error: LockFailure, host: ArgumentsHost): Observable<never> | LockGraphQLError | void {
     const type = host.getType<string>();
-    const options = this.locks?.options ?? resolveOptions();
+    // A `@Locked` route Nest called without LockedInterceptor: answered with its own service's
+    // options, and named in the log as the interceptor names it.
+    const route = routeOf(error);
+    const options = route?.options ?? this.locks?.options ?? resolveOptions();
     if (type === 'graphql') {
       // Nest answers a resolver with what its filter returns; GraphQL-js answers a returned error
       // as if it had been thrown, as a GraphQL error with its extensions.
@@ -107,7 +111,8 @@ export class LockExceptionFilter implements ExceptionFilter<LockFailure> {
       mapped instanceof HttpException
         ? mapped
         : new ServiceUnavailable(safeMessage(error, options));
-    logLockFailure(error, handlerName(host), httpAnswer(exception), options.busyLogLevel);
+    const where = route?.where ?? handlerName(host);
+    logLockFailure(error, where, httpAnswer(exception), options.busyLogLevel);
     adapter.reply(response, exception.getResponse(), exception.getStatus());
   }
 }
