@@ -7,7 +7,6 @@ import { retryPause } from './backoff';
 import { monotonicNow } from '../util/clock';
 import type { Bounded } from '../util/command-deadlines';
 
-
 /**
  * Releases held locks: compare-and-delete, or in fair mode a release that hands the lock to the
  * next in line. A release Redis refused unrun (a slot in migration) is sent again until it is

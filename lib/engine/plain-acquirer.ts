@@ -71,7 +71,11 @@ export class PlainAcquirer implements Acquirer {
       let unavailable: RedisUnavailableError;
       try {
         // Redis out of reach with budget left: try again after a pause. Anything else: thrown.
-        unavailable = unavailableWorthRetrying(error, this.context.connections, started + request.wait);
+        unavailable = unavailableWorthRetrying(
+          error,
+          this.context.connections,
+          started + request.wait,
+        );
       } catch (thrown) {
         return report.failed(thrown);
       }
@@ -80,16 +84,15 @@ export class PlainAcquirer implements Acquirer {
     const { signal } = request;
     if (signal) {
       // Settled: a signal aborted meanwhile rejects, and the grant that may still land is freed.
-      const answer = settled(() => raceAbort(this.context.bounded(try1.sent, 'acquire', () => subjectOf(request)), signal));
+      const answer = settled(() =>
+        raceAbort(
+          this.context.bounded(try1.sent, 'acquire', () => subjectOf(request)),
+          signal,
+        ),
+      );
       return answer.then(first, firstFailed);
     }
-    return this.context.bounded(
-      try1.sent,
-      'acquire',
-      () => subjectOf(request),
-      first,
-      firstFailed,
-    );
+    return this.context.bounded(try1.sent, 'acquire', () => subjectOf(request), first, firstFailed);
   }
 
   /**
@@ -106,7 +109,15 @@ export class PlainAcquirer implements Acquirer {
   ): Promise<T> {
     const tries = this.tries(request, keys);
     const call = new CallTry(this.context, tries, started + request.wait, unavailable);
-    const waiting = waitAfterFirstTry(this.context, request, keys, started, tries, call, retryAfterMs);
+    const waiting = waitAfterFirstTry(
+      this.context,
+      request,
+      keys,
+      started,
+      tries,
+      call,
+      retryAfterMs,
+    );
     return waiting.then(
       (outcome: AcquireOutcome) => report.settled(outcome),
       (error: unknown) => report.failed(error),
@@ -166,7 +177,10 @@ export class PlainAcquirer implements Acquirer {
   ): Promise<HeldLock | number> {
     const { token, sentAt, sent } = this.send(request, keys, how);
     const answer = settled(() =>
-      raceAbort(this.context.bounded(sent, 'acquire', () => subjectOf(request)), request.signal),
+      raceAbort(
+        this.context.bounded(sent, 'acquire', () => subjectOf(request)),
+        request.signal,
+      ),
     );
     return answer.then(
       (fence) => (fence > 0 ? this.granted(request, keys, token, fence, sentAt) : -fence),
@@ -206,7 +220,9 @@ export class PlainAcquirer implements Acquirer {
 
   /** A try whose answer the call stopped waiting for: its grant, if it lands, is freed at once. */
   private freeLateGrant(keys: LockRedisKeys, token: string, sent: Promise<number>): void {
-    this.context.cleanUp(sent.then((late) => (late > 0 ? this.backend.release(keys, token) : false)));
+    this.context.cleanUp(
+      sent.then((late) => (late > 0 ? this.backend.release(keys, token) : false)),
+    );
   }
 }
 

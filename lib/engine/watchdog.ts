@@ -58,7 +58,9 @@ export class Watchdog {
     const added = this.locks.add(lock);
     // Just granted: no need to look for a wall-clock jump here. One that happened while the grant
     // was on its way is seen at the holder's first look and at the next tick (see `deadlineSeen`).
-    this.armFor(Math.min(lock.renews ? lock.nextRenewAt : Infinity, lock.deadlineSeen, lock.holdUntil));
+    this.armFor(
+      Math.min(lock.renews ? lock.nextRenewAt : Infinity, lock.deadlineSeen, lock.holdUntil),
+    );
     return added;
   }
 
