@@ -12,20 +12,25 @@ export interface AcquireAllCall {
 }
 
 /** Runs `acquireAllScript` for `keys` (`tokens[i]` for `keys[i]`) and reads its reply. */
-export async function acquireAllOnRedis(
+export function acquireAllOnRedis(
   call: AcquireAllCall,
   keys: readonly LockRedisKeys[],
   tokens: readonly string[],
 ): Promise<AcquireAllReply> {
-  const names = keys.flatMap((k) => [k.lock, k.fence]);
-  const [granted = 0, ...rest] = await acquireAllScript.run(call.client, names, [
-    call.ttl,
-    call.fenceRetention,
-    ...tokens,
-  ]);
-  if (granted === 1) return { fences: rest };
-  const [busy = 1, retryAfterMs = 0] = rest;
-  return { busy: busy - 1, retryAfterMs };
+  const names: string[] = [];
+  for (const k of keys) names.push(k.lock, k.fence);
+  return acquireAllScript.run(
+    call.client,
+    names,
+    [call.ttl, call.fenceRetention, ...tokens],
+    readAcquireAll,
+  );
+}
+
+/** The script's reply: `{1, fences…}` granted, `{0, i, ms}` busy (i 1-based). */
+function readAcquireAll(reply: number[]): AcquireAllReply {
+  if (reply[0] === 1) return { fences: reply.slice(1) };
+  return { busy: (reply[1] ?? 1) - 1, retryAfterMs: reply[2] ?? 0 };
 }
 
 /** True when every lock of `keys` hashes to one Cluster slot (one script may touch them all). */

@@ -8,6 +8,9 @@ import type { HeldLock } from './held-lock';
 import type { LockOperations } from './lock-operations';
 import type { ReleaseNotifier } from './release-notifier';
 
+/** What a lock's watch needs of its request: whether it renews, and its hold bounds. */
+export type LockBounds = Pick<AcquireRequest, 'renew' | 'maxHold' | 'minHold'>;
+
 /** What an acquire call uses of the engine it runs in. */
 export interface AcquireContext {
   readonly options: ResolvedRedisLockOptions;
@@ -26,7 +29,7 @@ export interface AcquireContext {
   /** Runs a clean-up command in the background, bounded, logged if it fails; close() awaits it. */
   cleanUp(command: Promise<unknown>, what?: string): void;
   /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
-  track(lock: HeldLock, request: AcquireRequest): HeldLock;
+  track(lock: HeldLock, request: LockBounds): HeldLock;
   /** A call started (+1) or stopped (-1) waiting for a busy lock: the `lock.waiting` metric. */
   waiting(delta: 1 | -1): void;
 }

@@ -2,7 +2,7 @@ import type { AcquireAllReply, LockBackend } from '../backends/lock-backend';
 import { LockServiceClosedError, RedisUnavailableError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
-import { monotonicNow, newHolderToken } from '../util/clock';
+import { monotonicNow, newHolderToken, wallAtLastReading } from '../util/clock';
 import type { AcquireContext } from './acquire-context';
 import { retryPause, unavailableWorthRetrying } from './backoff';
 import { HeldLock } from './held-lock';
@@ -26,42 +26,87 @@ export interface AllAtOnceCommands {
 
 /**
  * Takes every key in one atomic step per try (one script on one server): never a part. When one
- * is busy, waits on that key's release messages (subscribed before the next try, so a release in
- * between is not missed) or its holder's lease end, and tries all again; Redis out of reach is
- * retried with backoff while the budget lasts, as a single-key call does.
+ * is busy, waits for it (`waitForAll`) and tries all again.
  */
-export async function acquireAllAtOnce(
+export function acquireAllAtOnce(
   context: AcquireContext,
   backend: AllAtOnceCommands,
   request: MultiAcquireRequest,
   entries: readonly KeyEntry[],
   started: number,
 ): Promise<MultiAcquireOutcome> {
+  // The first try is the one most calls end with: answered in one step, the wait begun only when
+  // a key is busy (or Redis out of reach) and there is time to wait.
+  const first = (outcome: MultiLock | Busy): MultiAcquireOutcome | Promise<MultiAcquireOutcome> => {
+    if (outcome instanceof MultiLock) return { lock: outcome };
+    if (request.wait <= 0) return busyOutcome(entries, outcome, started);
+    return waitForAll(context, backend, request, entries, started, outcome);
+  };
+  const failed = (error: unknown): Promise<MultiAcquireOutcome> => {
+    const unavailable = unavailableWorthRetrying(
+      error,
+      context.connections,
+      started + request.wait,
+    );
+    return waitForAll(context, backend, request, entries, started, {
+      busy: 0,
+      retryAfterMs: retryPause(0),
+      unavailable,
+    });
+  };
+  return tryAll(context, backend, request, entries, first, failed);
+}
+
+/** A busy try, and (Redis out of reach) why it could not tell. */
+type BusyTry = Busy & { unavailable?: RedisUnavailableError };
+
+/** The outcome of a call that gives up on `busy`: what was busy, and since when it waited. */
+function busyOutcome(
+  entries: readonly KeyEntry[],
+  busy: BusyTry,
+  started: number,
+): MultiAcquireOutcome {
+  if (busy.unavailable) throw busy.unavailable;
+  const waited = monotonicNow() - started;
+  const keys = entries.map((entry) => entry.key);
+  return { retryAfterMs: busy.retryAfterMs, waited, busyKey: entries[busy.busy]!.key, keys };
+}
+
+/**
+ * Waits on the busy key's release messages (subscribed before the next try, so a release in
+ * between is not missed) or its holder's lease end, and tries all again; Redis out of reach is
+ * retried with backoff while the budget lasts, as a single-key call does.
+ */
+async function waitForAll(
+  context: AcquireContext,
+  backend: AllAtOnceCommands,
+  request: MultiAcquireRequest,
+  entries: readonly KeyEntry[],
+  started: number,
+  firstBusy: BusyTry,
+): Promise<MultiAcquireOutcome> {
   const { notifier, options } = context;
   const { signal } = request;
   const deadline = started + request.wait;
-  let failures = 0;
-  let unavailable: RedisUnavailableError | undefined;
-  const attempt = async (): Promise<MultiLock | Busy> => {
-    try {
-      const outcome = await tryAll(context, backend, request, entries);
-      unavailable = undefined;
-      return outcome;
-    } catch (error) {
-      unavailable = unavailableWorthRetrying(error, context.connections, deadline);
-      return { busy: 0, retryAfterMs: retryPause(failures++) };
-    }
-  };
-  const busyOutcome = (busy: Busy): MultiAcquireOutcome => {
-    if (unavailable) throw unavailable;
-    const waited = monotonicNow() - started;
-    const keys = entries.map((entry) => entry.key);
-    return { retryAfterMs: busy.retryAfterMs, waited, busyKey: entries[busy.busy]!.key, keys };
-  };
-
-  let outcome = await attempt();
-  if (outcome instanceof MultiLock) return { lock: outcome };
-  if (request.wait <= 0) return busyOutcome(outcome);
+  let failures = firstBusy.unavailable ? 1 : 0;
+  let unavailable = firstBusy.unavailable;
+  const attempt = (): Promise<MultiLock | BusyTry> =>
+    tryAll(
+      context,
+      backend,
+      request,
+      entries,
+      (outcome) => {
+        unavailable = undefined;
+        return outcome;
+      },
+      (error) => {
+        unavailable = unavailableWorthRetrying(error, context.connections, deadline);
+        return { busy: 0, retryAfterMs: retryPause(failures++) };
+      },
+    );
+  let outcome: MultiLock | BusyTry = firstBusy;
+  if (request.wait <= 0) return busyOutcome(entries, firstBusy, started);
   context.waiting(1);
   try {
     // A sleep ends at the deadline at the latest; the try after it is the call's last (as for a
@@ -94,54 +139,65 @@ export async function acquireAllAtOnce(
         // error). One spurious pass-on costs the next waiter one busy try.
         if (leaving) notifier.passOn(channel);
       }
-      if (remaining <= 0) return busyOutcome(outcome);
+      if (remaining <= 0) return busyOutcome(entries, { ...outcome, unavailable }, started);
     }
   } finally {
     context.waiting(-1);
   }
 }
 
-/** One try for all of them, as `PlainAcquirer`'s try is for one (late grants undone, too). */
-async function tryAll(
+/**
+ * One try for all of them, as `PlainAcquirer`'s try is for one (late grants undone, too): its
+ * answer — the set, or which key is busy — mapped by `then` in the step it comes in, a failure
+ * by `failed`.
+ */
+function tryAll<R>(
   context: AcquireContext,
   backend: AllAtOnceCommands,
   request: MultiAcquireRequest,
   entries: readonly KeyEntry[],
-): Promise<MultiLock | Busy> {
+  then: (outcome: MultiLock | Busy) => R | PromiseLike<R>,
+  failed: (error: unknown) => R | PromiseLike<R>,
+): Promise<R> {
   if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
   const down = context.connections.unavailable();
   if (down) throw down;
   const keys = entries.map((entry) => entry.redisKeys);
-  const tokens = entries.map(() => newHolderToken(context.options.instanceId));
-  const releaseAll = () => Promise.all(keys.map((k, i) => backend.release(k, tokens[i]!)));
   const sentAt = monotonicNow();
+  const since = wallAtLastReading();
+  const tokens = entries.map(() => newHolderToken(context.options.instanceId, since));
+  const releaseAll = () => Promise.all(keys.map((k, i) => backend.release(k, tokens[i]!)));
   const sent = backend.acquireAll(keys, tokens, Math.ceil(request.ttl));
-  let reply: AcquireAllReply;
-  try {
-    const subject = messages.lockNames(entries);
-    reply = await raceAbort(context.bounded(sent, 'acquire', subject), request.signal);
-  } catch (error) {
+  const granted = (reply: AcquireAllReply): R | PromiseLike<R> => {
+    if ('busy' in reply) return then(reply);
+    if (context.isClosing()) {
+      context.cleanUp(releaseAll());
+      throw new LockServiceClosedError(messages.shuttingDown());
+    }
+    const parts = entries.map((entry, i) => {
+      const lock = new HeldLock({
+        operations: context.engine,
+        key: entry.key,
+        redisKeys: entry.redisKeys,
+        token: tokens[i]!,
+        fence: reply.fences[i]!,
+        lease: request.ttl,
+        startedAt: sentAt,
+        owner: context.engine,
+      });
+      return context.track(lock, request);
+    });
+    return then(new MultiLock(parts as [HeldLock, ...HeldLock[]]));
+  };
+  const lost = (error: unknown): R | PromiseLike<R> => {
     // Timed out or cancelled while the server may still grant them: free that grant when it lands.
     context.cleanUp(sent.then((late): unknown => ('fences' in late ? releaseAll() : false)));
-    throw error;
+    return failed(error);
+  };
+  const subject = (): string => messages.lockNames(entries);
+  if (request.signal) {
+    const answer = raceAbort(context.bounded(sent, 'acquire', subject), request.signal);
+    return answer.then(granted, lost);
   }
-  if ('busy' in reply) return reply;
-  if (context.isClosing()) {
-    context.cleanUp(releaseAll());
-    throw new LockServiceClosedError(messages.shuttingDown());
-  }
-  const parts = entries.map((entry, i) => {
-    const lock = new HeldLock({
-      operations: context.engine,
-      key: entry.key,
-      redisKeys: entry.redisKeys,
-      token: tokens[i]!,
-      fence: reply.fences[i]!,
-      lease: request.ttl,
-      startedAt: sentAt,
-      owner: context.engine,
-    });
-    return context.track(lock, { ...request, key: entry.key });
-  });
-  return new MultiLock(parts as [HeldLock, ...HeldLock[]]);
+  return context.bounded(sent, 'acquire', subject, granted, lost);
 }

@@ -9,7 +9,7 @@ import type { RawLeaderInfo } from '../kinds/leader/leader-info';
 import { lockRedisKeys, type LockRedisKeys } from '../keys/lock-keys';
 import type { ResolvedRedisLockOptions } from '../options/redis-lock-options';
 import type { ConnectionWatch } from '../redis/connection-watch';
-import type { AcquireContext } from './acquire-context';
+import type { AcquireContext, LockBounds } from './acquire-context';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
 import { BackgroundCleanups } from './background-cleanups';
 import { CallsInProgress } from './calls-in-progress';
@@ -305,7 +305,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   }
 
   /** Watches a new lock: renewed when it renews, lost at its deadline or `maxHold` either way. */
-  private track(lock: HeldLock, request: AcquireRequest): HeldLock {
+  private track(lock: HeldLock, request: LockBounds): HeldLock {
     lock.renews = request.renew;
     lock.holdFor(request.maxHold);
     if (request.minHold) lock.keepAtLeastUntil(lock.startedAt + request.minHold);

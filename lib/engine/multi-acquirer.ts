@@ -1,9 +1,10 @@
 import { oneSlot } from '../backends/acquire-all';
 import type { LockBackend } from '../backends/lock-backend';
 import { monotonicNow } from '../util/clock';
+import { settled } from '../util/settled';
 import type { AcquireContext } from './acquire-context';
 import type { AcquireOutcome, AcquireRequest } from './acquire-request';
-import { acquireAllAtOnce, type KeyEntry } from './all-at-once';
+import { acquireAllAtOnce, type AllAtOnceCommands, type KeyEntry } from './all-at-once';
 import type { HeldLock } from './held-lock';
 import type { MultiAcquireOutcome, MultiAcquireRequest } from './multi-acquire-request';
 import { MultiLock } from './multi-lock';
@@ -18,6 +19,9 @@ import { MultiLock } from './multi-lock';
  * a key the other waits for.
  */
 export class MultiAcquirer {
+  /** The commands of an all-at-once try, where the backend has them. */
+  private readonly allAtOnce?: AllAtOnceCommands;
+
   constructor(
     private readonly context: AcquireContext,
     private readonly backend: LockBackend,
@@ -25,7 +29,15 @@ export class MultiAcquirer {
     private readonly acquireOne: (request: AcquireRequest) => Promise<AcquireOutcome>,
     /** Fair mode: each key queues in its own line, so keys are taken in order. */
     private readonly fair: boolean,
-  ) {}
+  ) {
+    const { acquireAll } = backend;
+    if (acquireAll) {
+      this.allAtOnce = {
+        acquireAll: acquireAll.bind(backend),
+        release: backend.release.bind(backend),
+      };
+    }
+  }
 
   /** Whether `keys` are taken in one atomic step (rather than one by one in order). */
   atOnce(keys: readonly string[]): boolean {
@@ -34,21 +46,19 @@ export class MultiAcquirer {
     return acquireAll === 'any-keys' || oneSlot(keys.map((key) => this.context.keysOf(key)));
   }
 
-  async acquire(request: MultiAcquireRequest): Promise<MultiAcquireOutcome> {
-    request.signal?.throwIfAborted();
-    const started = monotonicNow();
-    const entries: KeyEntry[] = request.keys
-      .map((key) => ({ key, redisKeys: this.context.keysOf(key) }))
-      .sort((a, b) => (a.redisKeys.lock < b.redisKeys.lock ? -1 : 1));
-    const { backend } = this;
-    if (this.atOnce(request.keys) && backend.acquireAll) {
-      const commands = {
-        acquireAll: backend.acquireAll.bind(backend),
-        release: backend.release.bind(backend),
-      };
-      return acquireAllAtOnce(this.context, commands, request, entries, started);
-    }
-    return this.inOrder(request, entries, started);
+  acquire(request: MultiAcquireRequest): Promise<MultiAcquireOutcome> {
+    // No async layer: an all-at-once call answers in its first try's step.
+    return settled(() => {
+      request.signal?.throwIfAborted();
+      const started = monotonicNow();
+      const entries: KeyEntry[] = request.keys
+        .map((key) => ({ key, redisKeys: this.context.keysOf(key) }))
+        .sort((a, b) => (a.redisKeys.lock < b.redisKeys.lock ? -1 : 1));
+      if (this.allAtOnce && this.atOnce(request.keys)) {
+        return acquireAllAtOnce(this.context, this.allAtOnce, request, entries, started);
+      }
+      return this.inOrder(request, entries, started);
+    });
   }
 
   /** One key after another in lock order, within the call's one budget; all or none. */

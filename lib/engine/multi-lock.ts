@@ -11,8 +11,7 @@ import type { MultiLockHandle } from './multi-lock-handle';
  * protects. `extend()` and `release()` act on every key.
  */
 export class MultiLock implements MultiLockHandle {
-  readonly keys: readonly string[];
-  readonly key: string;
+  private keyList?: readonly string[];
   private fencesByKey?: Readonly<Record<string, number>>;
   /** Created on first read of `signal`, as a single key's is: most sets are never looked at. */
   private controller?: AbortController;
@@ -23,8 +22,6 @@ export class MultiLock implements MultiLockHandle {
     /** The locks, in lock order (sorted by Redis name). Never empty. */
     readonly parts: readonly [HeldLock, ...HeldLock[]],
   ) {
-    this.keys = parts.map((part) => part.key);
-    this.key = this.keys.join(', ');
     // Told by each part itself rather than through its signal: an AbortSignal and a listener per
     // key cost more than the rest of this constructor, and the parts' signals are never read.
     const lose = (error: LockLostError): void => this.lose(error);
@@ -33,6 +30,16 @@ export class MultiLock implements MultiLockHandle {
       if (part.lost) this.lose(part.lost);
       else part.expireIfDue(); // lost now (its deadline passed meanwhile): `lose` runs
     }
+  }
+
+  /** The keys, in lock order; built on first read, as `fences` is. */
+  get keys(): readonly string[] {
+    return (this.keyList ??= Object.freeze(this.parts.map((part) => part.key)));
+  }
+
+  /** The keys as one name: `"a, b"`. */
+  get key(): string {
+    return this.keys.join(', ');
   }
 
   /** Built on first read: a frozen record costs µs that most calls never use. */

@@ -12,10 +12,14 @@ import { isLeaseLua, markWaitedLua } from './waited.lua';
  * does.
  * Args: the lease in ms, how long (ms) a fence counter outlives its lease, then one token per lock
  * (each lease keeps its own, so a release message names one lease; each carries its holder).
+ * Each free key is taken at once (`SET NX PX`); only a key that is not free is looked at (who
+ * holds it), and then the keys this run took are given back (`DEL`): uncontended, two keys cost
+ * their two `SET`s and their fence counters, nothing more. A holder found in the way is marked as
+ * waited for (waited.lua), as a single key's refused try marks it.
  * Returns {1, fence₁, …, fenceₙ} when all are granted (or were already ours: a re-sent command
  * whose first reply was lost), else {0, i, ms}: the first busy lock (1-based), and how long its
- * holder's lease (or its last live reader's) still runs — nothing is written then, except that
- * readers' lapsed shares are dropped.
+ * holder's lease (or its last live reader's) still runs — nothing of this run is left then, but
+ * that mark, and readers' lapsed shares dropped on the way.
  */
 export const acquireAllScript = new LuaScript<
   readonly string[],
@@ -30,22 +34,35 @@ local function clockMs()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
--- Which locks are ours already (held under this call's token): checked once, then granted.
-local ours = {}
+-- The keys this run took (given back if a later one is busy), and those ours already.
+local taken, ours = {}, {}
 for i = 1, count do
-  local lockKey = KEYS[2 * i - 1]
+  local lockKey, token = KEYS[2 * i - 1], ARGV[2 + i]
+  local busy
+  if redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
+    taken[#taken + 1] = lockKey
+  else
 ${lockTypeLua('lockKey', 'clockMs()')}
-  if lockType == 'zset' then return { 0, i, math.max(0, sharesLeft) } end
-  if lockType ~= 'none' then
-    -- Any other type but a string raises WRONGTYPE in the GET, as a foreign value always has.
-    local holder = redis.call('GET', lockKey)
-    if not ${isLeaseLua('holder', 'ARGV[2 + i]')} then
-      -- Its release must wake us.
-${markWaitedLua('lockKey', 'holder')}      local pttl = redis.call('PTTL', lockKey)
-      if pttl < 0 then pttl = 0 end
-      return { 0, i, pttl }
+    if lockType == 'zset' then
+      busy = math.max(0, sharesLeft)
+    elseif lockType == 'none' then
+      -- Only lapsed shares of crashed readers were in the way, and they are gone now.
+      redis.call('SET', lockKey, token, 'PX', leaseMs)
+      taken[#taken + 1] = lockKey
+    else
+      -- Any other type but a string raises WRONGTYPE in the GET, as a foreign value always has.
+      local holder = redis.call('GET', lockKey)
+      if ${isLeaseLua('holder', 'token')} then
+        ours[i] = true
+      else
+        -- Its release must wake us.
+${markWaitedLua('lockKey', 'holder')}        busy = math.max(0, redis.call('PTTL', lockKey))
+      end
     end
-    ours[i] = true
+  end
+  if busy then
+    for _, key in ipairs(taken) do redis.call('DEL', key) end
+    return { 0, i, busy }
   end
 end
 local fences = { 1 }
@@ -57,7 +74,7 @@ for i = 1, count do
     redis.call('PEXPIRE', lockKey, leaseMs)
     fences[i + 1] = tonumber(redis.call('GET', fenceKey))
   else
-    redis.call('SET', lockKey, token, 'PX', leaseMs)
+    if ours[i] then redis.call('SET', lockKey, token, 'PX', leaseMs) end
 ${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', undefined, sinceOfTokenLua('token'))}
     fences[i + 1] = fence
   end

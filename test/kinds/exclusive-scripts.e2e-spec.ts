@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { lockRedisKeys, type LockRedisKeys } from '../../lib/keys/lock-keys';
 import { acquireScript } from '../../lib/kinds/exclusive/acquire.script';
+import { acquireAllScript } from '../../lib/lua/acquire-all.script';
 import { extendScript } from '../../lib/kinds/exclusive/extend.script';
 import { fairAcquireScript } from '../../lib/kinds/exclusive/fair-acquire.script';
 import { fairReleaseScript } from '../../lib/kinds/exclusive/fair-release.script';
@@ -446,3 +447,38 @@ describe('NOSCRIPT', () => {
     expect(await redis.client.script('EXISTS', acquireScript.sha)).toEqual([1]);
   });
 });
+
+describe('acquireAllScript (several exclusive locks at once)', () => {
+  const pair = () => [lockRedisKeys(prefix, 'pair:a'), lockRedisKeys(prefix, 'pair:b')] as const;
+  const acquireAll = (tokens: readonly [string, string]) => {
+    const [a, b] = pair();
+    return acquireAllScript.run(
+      redis.client,
+      [a.lock, a.fence, b.lock, b.fence],
+      [LEASE, RETENTION, ...tokens],
+    );
+  };
+
+  it('takes two free keys with their SETs and fence counters alone: no look at who holds them', async () => {
+    await acquireAll([token(), token()]); // the counters exist: the steady state
+    await Promise.all(pair().map((k) => redis.client.del(k.lock)));
+    const ran = await commandsRunBy(redis.client, async () => {
+      expect((await acquireAll([token(), token()]))[0]).toBe(1);
+    });
+    expect(ran).toEqual({ set: 2, incr: 2, pexpire: 2 });
+  });
+
+  it('gives back what it took when a later key is busy, and marks that holder (control: both free)', async () => {
+    const [a, b] = pair();
+    const holder = token('instance-b');
+    await acquireScript.run(redis.client, [b.lock, b.fence], [holder, LEASE, LEASE + RETENTION]);
+    const reply = await acquireAll([token(), token()]);
+    expect(reply.slice(0, 2)).toEqual([0, 2]); // the second key (1-based) is busy
+    expect(reply[2]).toBeGreaterThan(0);
+    expect(await redis.client.exists(a.lock)).toBe(0);
+    expect(await redis.client.get(b.lock)).toBe(`*${holder}`);
+    await redis.client.del(b.lock);
+    expect((await acquireAll([token(), token()]))[0]).toBe(1);
+  });
+});
+
