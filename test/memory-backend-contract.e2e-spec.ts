@@ -150,8 +150,8 @@ it('queues, hands over and leaves the fair queue alike', async () => {
     t.log(await backend.fairRelease(keys, 'b')); // nobody left: freed, the token published
     t.log(await backend.isLocked(keys));
     t.log(await reply('d', false));
-    t.log(await backend.fairRelease(keys, 'd'));
-    await waitFor(() => t.heard.length === 3);
+    t.log(await backend.fairRelease(keys, 'd')); // nobody waited for d: nothing published
+    await waitFor(() => t.heard.length === 2);
   });
 });
 
@@ -184,9 +184,8 @@ it("keeps a fair lock freed by the holder's lapsed lease for the head of the que
     expect(replyKind(head)).toBe('granted');
     t.log('granted' in head && t.fence(head.granted));
     t.log(await backend.fairRelease(keys, 'h')); // lapsed: not h's any more
+    // Nobody waited for w1 (nobody left in line when it took the lock): nothing is published.
     t.log(await backend.fairRelease(keys, 'w1'));
-    await waitFor(() => t.heard.length === 1);
-    t.log(t.heard);
   });
 });
 
@@ -209,9 +208,8 @@ it("keeps a fair lock the last reader's lapsed share left free for the queued wr
     expect(replyKind(head)).toBe('granted');
     t.log('granted' in head && t.fence(head.granted));
     t.log(await backend.release(reader, 'r1')); // lapsed: gone
+    // Nobody waited for w1 (nobody left in line when it took the lock): nothing is published.
     t.log(await backend.fairRelease(keys, 'w1'));
-    await waitFor(() => t.heard.length === 1);
-    t.log(t.heard);
   });
 });
 

@@ -41,32 +41,6 @@ export interface HandOff {
   adopt(fence: number): Promise<HeldLock | number>;
 }
 
-/**
- * Tries at once, then (if `wait` > 0) waits for a release message or the holder's lease end,
- * trying again each time. Redis being out of reach (a failover, a restart) is retried with
- * backoff while the budget lasts; if it still is when the budget runs out, that error is thrown
- * rather than "busy". `started` is when the call began (monotonic): the budget counts from it.
- */
-export function waitForLock(
-  context: AcquireContext,
-  request: AcquireRequest,
-  keys: LockRedisKeys,
-  started: number,
-  tries: CallTries,
-): Promise<AcquireOutcome> {
-  const call = new CallTry(context, tries, started + request.wait);
-  const afterFirst = (first: HeldLock | number): AcquireOutcome | Promise<AcquireOutcome> => {
-    if (typeof first !== 'number') return { lock: first };
-    if (request.wait <= 0) return { retryAfterMs: first, waited: 0 };
-    return waitAfterFirstTry(context, request, keys, started, tries, call, first);
-  };
-  // The first try is one `.then` (no async layers): most calls end with it. Nothing is "out of
-  // reach" before it, so a success has nothing to clear.
-  return settled(() => attemptIfOpen(context, tries, false)).then(afterFirst, (error: unknown) =>
-    afterFirst(call.failed(error)),
-  );
-}
-
 /** The tries of one acquire call, and how the last of them failed to reach Redis (if it did). */
 export class CallTry {
   private failures: number;
@@ -104,7 +78,14 @@ export class CallTry {
   }
 }
 
-/** The wait after a busy first try, `first` ms being how long the holder's lease still runs. */
+/**
+ * The wait after a busy first try (each acquirer makes its first try itself, in one step), `first`
+ * ms being how long the holder's lease still runs: waits for a release message or the holder's
+ * lease end, trying again each time. Redis being out of reach (a failover, a restart) is retried
+ * with backoff while the budget lasts; if it still is when the budget runs out, that error is
+ * thrown rather than "busy". `started` is when the call began (monotonic): the budget counts
+ * from it.
+ */
 export async function waitAfterFirstTry(
   context: AcquireContext,
   request: AcquireRequest,

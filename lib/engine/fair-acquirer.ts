@@ -1,16 +1,18 @@
-import type { FairLockBackend } from '../backends/lock-backend';
-import { LockServiceClosedError } from '../errors/errors';
+import type { FairAcquireReply, FairLockBackend } from '../backends/lock-backend';
+import { LockServiceClosedError, type RedisUnavailableError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
-import { waitForLock, type CallTries } from './acquire-loop';
+import { CallTry, waitAfterFirstTry, type CallTries } from './acquire-loop';
 import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
 import type { AcquireReport } from './lock-lifecycle';
-import { monotonicNow, newHolderToken } from '../util/clock';
+import { monotonicNow, newHolderToken, wallAtLastReading } from '../util/clock';
 import { LockLostError } from '../errors/errors';
 import { FairCall } from './fair-call';
 import { HeldLock } from './held-lock';
+import { retryPause, unavailableWorthRetrying } from './backoff';
 import { raceAbort } from './race-abort';
+import { settled } from '../util/settled';
 import { withTimeout } from '../util/with-timeout';
 
 /**
@@ -45,35 +47,129 @@ export class FairAcquirer implements Acquirer {
    * "busy" at once (`wait` 0) never queued: it has nothing to undo.
    */
   acquire<T>(request: AcquireRequest, report: AcquireReport<T>): Promise<T> {
-    return this.call(request).then(
-      (outcome) => report.settled(outcome),
-      (error: unknown) => report.failed(error),
+    // The first try, as plain mode's: one command, its answer reported and mapped in the step it
+    // comes in; only a busy answer with time to wait (or Redis out of reach) goes on to the queue.
+    request.signal?.throwIfAborted();
+    const { context } = this;
+    const { started } = report;
+    const keys = context.keysOf(request.key, request.kind);
+    if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
+    const down = context.connections.unavailable();
+    if (down) throw down;
+    const sentAt = monotonicNow();
+    // The call's one token names this process, as a plain grant's does: a grant on the first try
+    // writes no holder record; a hand-off (later than the token's since) writes one.
+    const call = new FairCall(
+      newHolderToken(context.options.instanceId, wallAtLastReading()),
+      sentAt,
+    );
+    const sent = this.backend.fairAcquire(
+      keys,
+      call.token,
+      Math.ceil(request.ttl),
+      false,
+      this.waiterTtl,
+    );
+    call.inFlight = sent;
+    const waitFor = (retryAfterMs: number, unavailable?: RedisUnavailableError): Promise<T> => {
+      const tries = this.tries(request, keys, call);
+      const callTry = new CallTry(context, tries, started + request.wait, unavailable);
+      return this.settle(
+        keys,
+        call,
+        request,
+        report,
+        waitAfterFirstTry(context, request, keys, started, tries, callTry, retryAfterMs),
+      );
+    };
+    const first = (reply: FairAcquireReply): T | Promise<T> => {
+      if ('retryAfterMs' in reply) {
+        call.busy(sentAt, reply.fence, false);
+        if (request.wait <= 0)
+          return report.settled({ retryAfterMs: reply.retryAfterMs, waited: 0 });
+        return waitFor(reply.retryAfterMs);
+      }
+      if ('ours' in reply) {
+        // Handed to us already (a re-sent try): taken on as a later try would.
+        return this.settle(
+          keys,
+          call,
+          request,
+          report,
+          this.taken(request, keys, call, reply, sentAt),
+        );
+      }
+      try {
+        if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
+        const lock = this.lockOf(request, keys, call, reply.granted, sentAt);
+        return report.settled({ lock: context.track(lock, request) });
+      } catch (error) {
+        this.leaveQueue(keys, call); // frees it: the call leaves
+        return report.failed(error);
+      }
+    };
+    const firstFailed = (error: unknown): T | Promise<T> => {
+      let unavailable: RedisUnavailableError;
+      try {
+        // Redis out of reach with budget left: try again after a pause. Anything else: thrown.
+        unavailable = unavailableWorthRetrying(error, context.connections, started + request.wait);
+      } catch (thrown) {
+        this.leaveQueue(keys, call); // a grant that may still land is freed by leaving
+        return report.failed(thrown);
+      }
+      return waitFor(retryPause(0), unavailable);
+    };
+    const subject = (): string => `lock "${request.key}"`;
+    if (request.signal) {
+      const answer = settled(() =>
+        raceAbort(context.bounded(sent, 'acquire', subject), request.signal),
+      );
+      return answer.then(first, firstFailed);
+    }
+    return context.bounded(sent, 'acquire', subject, first, firstFailed);
+  }
+
+  /**
+   * Reports how the call ended once `outcome` — the wait, or taking on a lock handed over —
+   * settled, and leaves the queue when it ends without the lock after queueing.
+   */
+  private settle<T>(
+    keys: LockRedisKeys,
+    call: FairCall,
+    request: AcquireRequest,
+    report: AcquireReport<T>,
+    outcome: Promise<AcquireOutcome | HeldLock | number>,
+  ): Promise<T> {
+    return outcome.then(
+      (ended) => {
+        if (typeof ended === 'number') {
+          // Taking a handed-over lock on failed (lost meanwhile): the waiting loop tries again,
+          // or the call answers busy when it has no time to wait.
+          if (request.wait <= 0) return report.settled({ retryAfterMs: ended, waited: 0 });
+          return this.settle(keys, call, request, report, this.again(request, keys, call, report));
+        }
+        const result: AcquireOutcome = ended instanceof HeldLock ? { lock: ended } : ended;
+        // Out of budget after queueing. (Answered busy at once, `wait` 0, it never queued.)
+        if ('retryAfterMs' in result && request.wait > 0) this.leaveQueue(keys, call);
+        return report.settled(result);
+      },
+      (error: unknown) => {
+        this.leaveQueue(keys, call);
+        return report.failed(error);
+      },
     );
   }
 
-  private async call(request: AcquireRequest): Promise<AcquireOutcome> {
-    request.signal?.throwIfAborted();
-    const started = monotonicNow();
-    const keys = this.context.keysOf(request.key, request.kind);
-    // The call's one token names this process, as a plain grant's does: a grant on the first try
-    // writes no holder record; a hand-off (later than the token's since) writes one.
-    const call = new FairCall(newHolderToken(this.context.options.instanceId), started);
-    let outcome: AcquireOutcome;
-    try {
-      outcome = await waitForLock(
-        this.context,
-        request,
-        keys,
-        started,
-        this.tries(request, keys, call),
-      );
-    } catch (error) {
-      this.leaveQueue(keys, call);
-      throw error;
-    }
-    // Out of budget after queueing. (Answered busy at once, `wait` 0, it never queued.)
-    if ('retryAfterMs' in outcome && request.wait > 0) this.leaveQueue(keys, call);
-    return outcome;
+  /** The waiting loop, started after a first try whose lock could not be taken on. */
+  private again<T>(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    call: FairCall,
+    report: AcquireReport<T>,
+  ): Promise<AcquireOutcome> {
+    const tries = this.tries(request, keys, call);
+    const callTry = new CallTry(this.context, tries, report.started + request.wait);
+    return waitAfterFirstTry(this.context, request, keys, report.started, tries, callTry, 0);
   }
 
   private tries(request: AcquireRequest, keys: LockRedisKeys, call: FairCall): CallTries {
@@ -122,10 +218,25 @@ export class FairAcquirer implements Acquirer {
     if ('granted' in reply) {
       return context.track(this.lockOf(request, keys, call, reply.granted, sentAt), request);
     }
-    // Already ours: handed over by a release whose message we missed. Its lease ends `pttl`
-    // after this try ran, which was after we sent it.
+    return this.taken(request, keys, call, reply, sentAt);
+  }
+
+  /**
+   * Already ours: handed over by a release whose message we missed (or a re-sent try). Its lease
+   * ends `pttl` after this try ran, which was after we sent it.
+   */
+  private taken(
+    request: AcquireRequest,
+    keys: LockRedisKeys,
+    call: FairCall,
+    reply: { ours: number; pttl: number },
+    sentAt: number,
+  ): Promise<HeldLock | number> {
+    if (this.context.isClosing()) {
+      return Promise.reject(new LockServiceClosedError(messages.shuttingDown()));
+    }
     const lock = this.lockOf(request, keys, call, reply.ours, sentAt);
-    lock.validUntil = sentAt + reply.pttl - context.engine.drift(reply.pttl);
+    lock.validUntil = sentAt + reply.pttl - this.context.engine.drift(reply.pttl);
     return this.adopt(lock, request);
   }
 

@@ -136,7 +136,7 @@ export class LockEngine implements LockOperations<HeldLock> {
   }
 
   /**
-   * Tries at once, then waits within `wait` (see waitForLock); in fair mode the call queues in
+   * Tries at once, then waits within `wait` (see waitAfterFirstTry); in fair mode the call queues in
    * Redis and a release hands the lock to the first in line.
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome>;

@@ -356,6 +356,30 @@ describe('renewManyScript', () => {
 });
 
 describe('fair mode', () => {
+  it('runs EXISTS of the queue, SET NX PX and the fence, then GET and DEL: nothing published, uncontended', async () => {
+    const warm = token();
+    await fairAcquire(warm, '1');
+    await fairRelease(warm);
+    const ran = await commandsRunBy(redis.client, async () => {
+      const own = token();
+      expect(typeof (await fairAcquire(own, '1'))).toBe('number');
+      expect(await fairRelease(own)).toBe(1);
+    });
+    expect(ran).toEqual({ exists: 1, set: 1, incr: 1, pexpire: 1, get: 1, del: 1 });
+    expect(await redis.published(keys.channel)).toEqual([]);
+  });
+
+  it('hands over a lease marked as waited for while others are still in line, unmarked to the last', async () => {
+    const [holder, second, third] = [token(), token('instance-b'), token('instance-c')];
+    await fairAcquire(holder, '1');
+    await fairAcquire(second, '1');
+    await fairAcquire(third, '1');
+    expect(await fairRelease(holder)).toBe(1);
+    expect(await redis.client.get(keys.lock)).toBe(`*${second}`);
+    expect(await fairRelease(second)).toBe(1);
+    expect(await redis.client.get(keys.lock)).toBe(third); // nobody behind it
+  });
+
   it('grants a free lock with no queue as default mode does: no holder record (the token names it)', async () => {
     const own = token();
     const fence = await fairAcquire(own, '1');

@@ -2,7 +2,7 @@ import { nextFenceLua, sinceOfTokenLua } from '../../lua/fence.lua';
 import { writeHolderLua } from '../../lua/holder.lua';
 import { LuaScript } from '../../lua/lua-script';
 import { lockTypeLua } from '../../lua/lock-type.lua';
-import { markWaitedLua, unmarkedLua } from '../../lua/waited.lua';
+import { markWaitedLua, unmarkedLua, WAITED_MARK } from '../../lua/waited.lua';
 
 /**
  * Fair mode's acquire: first come, first served. Waiters queue in Redis; a free lock goes to the
@@ -87,10 +87,13 @@ if holder == token then
 end
 local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
 if not holder and not shared and (not head or head == token) then
-  redis.call('SET', lockKey, token, 'PX', leaseMs)
   redis.call('ZREM', queueKey, token)
   redis.call('HDEL', waitersKey, token)
   redis.call('HDEL', waiterIdsKey, token)
+  -- Others still queued: the lease starts marked as waited for, so its release hands over.
+  local value = token
+  if redis.call('EXISTS', queueKey) == 1 then value = '${WAITED_MARK}' .. token end
+  redis.call('SET', lockKey, value, 'PX', leaseMs)
 ${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs', 't')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', 't')}
   return fence
 end

@@ -2,7 +2,7 @@ import { nextFenceLua } from '../../lua/fence.lua';
 import { writeHolderLua } from '../../lua/holder.lua';
 import { LuaScript } from '../../lua/lua-script';
 import type { PublishCommand } from '../../lua/lua-script';
-import { unmarkedLua } from '../../lua/waited.lua';
+import { unmarkedLua, WAITED_MARK } from '../../lua/waited.lua';
 
 /**
  * Fair mode's release, also used by a waiter that leaves the queue: drops `token`'s queue entry,
@@ -39,13 +39,19 @@ local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[
 local holderKey, waiterIdsKey = KEYS[5], KEYS[6]
 local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 -- Readers may hold the key as a sorted set (a writer leaving the queue): not a holder's token.
--- A lease a refused try marked (waited.lua) is its holder's all the same; this release publishes
--- in any case.
-local holder = redis.pcall('GET', lockKey)
-if type(holder) ~= 'string' then holder = false else holder = ${unmarkedLua('holder')} end
+-- A lease a refused try marked (waited.lua) is its holder's all the same.
+local value = redis.pcall('GET', lockKey)
+if value == token then
+  -- Unmarked: nobody was refused while we held it, and nobody queued when we got it (a grant
+  -- or a hand-off with others in line starts marked), so nobody queues now: default mode's
+  -- compare-and-delete, nothing to hand over or wake.
+  redis.call('DEL', lockKey, holderKey)
+  return 1
+end
+local holder = false
+if type(value) == 'string' then holder = ${unmarkedLua('value')} end
 if holder == token and redis.call('EXISTS', queueKey) == 0 then
-  -- Nobody queues: default mode's compare-and-delete. (The holder is in no queue: a grant takes
-  -- its token out.)
+  -- Waited for, but nobody queues (readers, or waiters that left): wake them.
   redis.call('DEL', lockKey, holderKey)
   redis.call(publish, channel, token)
   return 1
@@ -77,7 +83,10 @@ while true do
     -- holds the queue up for one entry lifetime in all, not two. (It counts its lease from a
     -- try sent before that refresh ran, so its own deadline is still within this one.)
     local handoff = math.max(1, math.min(tonumber(lease), expiresAt - now))
-    redis.call('SET', lockKey, head, 'PX', handoff)
+    -- Others still in line: the new lease starts marked, so its release hands over in turn.
+    local leased = head
+    if redis.call('EXISTS', queueKey) == 1 then leased = '${WAITED_MARK}' .. head end
+    redis.call('SET', lockKey, leased, 'PX', handoff)
     if headId then
 ${writeHolderLua('holderKey', 'head', 'headId', 'handoff')}
     end
