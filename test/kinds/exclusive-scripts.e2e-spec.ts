@@ -505,4 +505,3 @@ describe('acquireAllScript (several exclusive locks at once)', () => {
     expect((await acquireAll([token(), token()]))[0]).toBe(1);
   });
 });
-
