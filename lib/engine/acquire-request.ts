@@ -1,6 +1,5 @@
 import type { LeaseKind } from '../keys/lease-kind';
 import type { HeldLock } from './held-lock';
-import type { AcquireReport } from './lock-lifecycle';
 
 /** One acquisition request, validated by the caller. */
 export interface AcquireRequest {
@@ -29,10 +28,23 @@ export interface AcquireRequest {
 export type AcquireOutcome = { lock: HeldLock } | { retryAfterMs: number; waited: number };
 
 /**
+ * How an acquirer ends its call (the engine's report of it, `AcquireReport`): exactly one of
+ * `settled` and `failed`, in the step the call ends in.
+ */
+export interface AcquireEnd<T> {
+  /** When the call began (monotonic): its wait budget counts from here. */
+  readonly started: number;
+  /** The outcome; resolves what the caller makes of it (which may throw: busy, say). */
+  settled(outcome: AcquireOutcome): T;
+  /** The call failed: reported, and thrown. */
+  failed(error: unknown): never;
+}
+
+/**
  * How acquire calls try and wait: plainly, or in a fair-mode queue. The call ends through
  * `report` — its outcome or its failure, reported once in the step it comes in — and resolves
  * what `report.settled` answers.
  */
 export interface Acquirer {
-  acquire<T>(request: AcquireRequest, report: AcquireReport<T>): Promise<T>;
+  acquire<T>(request: AcquireRequest, report: AcquireEnd<T>): Promise<T>;
 }

@@ -4,8 +4,7 @@ import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
 import { CallTry, waitAfterFirstTry, type CallTries } from './acquire-loop';
-import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
-import type { AcquireReport } from './lock-lifecycle';
+import type { Acquirer, AcquireEnd, AcquireOutcome, AcquireRequest } from './acquire-request';
 import { monotonicNow, newHolderToken, wallAtLastReading } from '../util/clock';
 import { LockLostError } from '../errors/errors';
 import { FairCall } from './fair-call';
@@ -46,7 +45,7 @@ export class FairAcquirer implements Acquirer {
    * stopped waiting for) so the next in line does not wait for it to lapse. A call answered
    * "busy" at once (`wait` 0) never queued: it has nothing to undo.
    */
-  acquire<T>(request: AcquireRequest, report: AcquireReport<T>): Promise<T> {
+  acquire<T>(request: AcquireRequest, report: AcquireEnd<T>): Promise<T> {
     // The first try, as plain mode's: one command, its answer reported and mapped in the step it
     // comes in; only a busy answer with time to wait (or Redis out of reach) goes on to the queue.
     request.signal?.throwIfAborted();
@@ -137,7 +136,7 @@ export class FairAcquirer implements Acquirer {
     keys: LockRedisKeys,
     call: FairCall,
     request: AcquireRequest,
-    report: AcquireReport<T>,
+    report: AcquireEnd<T>,
     outcome: Promise<AcquireOutcome | HeldLock | number>,
   ): Promise<T> {
     return outcome.then(
@@ -165,7 +164,7 @@ export class FairAcquirer implements Acquirer {
     request: AcquireRequest,
     keys: LockRedisKeys,
     call: FairCall,
-    report: AcquireReport<T>,
+    report: AcquireEnd<T>,
   ): Promise<AcquireOutcome> {
     const tries = this.tries(request, keys, call);
     const callTry = new CallTry(this.context, tries, report.started + request.wait);

@@ -6,7 +6,7 @@ import type { LockMode } from '../telemetry/lock-mode';
 import type { AcquireSpan, HoldSpan } from '../telemetry/span-handles';
 import { createTelemetry, type LockTelemetry } from '../telemetry/lock-telemetry';
 import { monotonicElapsed } from '../util/clock';
-import type { AcquireOutcome } from './acquire-request';
+import type { AcquireEnd, AcquireOutcome } from './acquire-request';
 import { emitSafely } from './emit-lost';
 import type { HeldLock } from './held-lock';
 import type { LockHandle } from './lock-handle';
@@ -150,7 +150,7 @@ export class LockLifecycle {
  * mapping cost no promise of their own. A `settle` that throws (busy, as a rejection) is the
  * caller's mapping, not a failed call.
  */
-export class AcquireReport<T> {
+export class AcquireReport<T> implements AcquireEnd<T> {
   /** When the call began (monotonic): its wait budget counts from here too. */
   readonly started = monotonicElapsed();
 

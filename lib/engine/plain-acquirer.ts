@@ -5,10 +5,9 @@ import { traitsOf } from '../keys/lease-kind';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import type { AcquireContext } from './acquire-context';
 import { CallTry, waitAfterFirstTry, type CallTries } from './acquire-loop';
-import type { Acquirer, AcquireOutcome, AcquireRequest } from './acquire-request';
+import type { Acquirer, AcquireEnd, AcquireOutcome, AcquireRequest } from './acquire-request';
 import { monotonicNow, newHolderToken, newToken, wallAtLastReading } from '../util/clock';
 import { HeldLock } from './held-lock';
-import type { AcquireReport } from './lock-lifecycle';
 import { retryPause, unavailableWorthRetrying } from './backoff';
 import { raceAbort } from './race-abort';
 import { settled } from '../util/settled';
@@ -45,7 +44,7 @@ export class PlainAcquirer implements Acquirer {
     );
   }
 
-  acquire<T>(request: AcquireRequest, report: AcquireReport<T>): Promise<T> {
+  acquire<T>(request: AcquireRequest, report: AcquireEnd<T>): Promise<T> {
     // Synchronous refusals (an aborted signal, shutdown, connections that cannot work) throw:
     // the report fails the call with them, nothing sent.
     request.signal?.throwIfAborted();
@@ -103,7 +102,7 @@ export class PlainAcquirer implements Acquirer {
     request: AcquireRequest,
     keys: LockRedisKeys,
     started: number,
-    report: AcquireReport<T>,
+    report: AcquireEnd<T>,
     retryAfterMs: number,
     unavailable?: RedisUnavailableError,
   ): Promise<T> {
