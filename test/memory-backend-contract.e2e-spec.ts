@@ -308,6 +308,20 @@ it('shares, refuses, renews and releases read-write leases alike, writers waitin
   });
 });
 
+it("marks a writer's lease granted out of the writers waiting alike: its release wakes", async () => {
+  await onBoth('writer-waited', async (backend, keys, t) => {
+    const reader = new LockRedisKeys(keys.lock, { type: 'read' });
+    const waiting = { waitingWriter: { id: 'w', entryMs: 3_000, entered: () => undefined } };
+    t.log(t.fence(await backend.acquire(reader, 'r1', 2_000)));
+    t.log(t.pttl(-(await backend.acquire(keys, 'w', 5_000, waiting)), 500, 1_000)); // waits
+    t.log(await backend.release(reader, 'r1')); // the last reader: wakes all
+    t.log(t.fence(await backend.acquire(keys, 'w', 5_000, waiting)));
+    t.log(await backend.release(keys, 'w')); // wakes the readers it held back
+    await waitFor(() => t.heard.length === 2);
+    t.log(t.heard);
+  });
+});
+
 it('wakes all when the last in line leaves a free fair lock, not while it is held', async () => {
   await onBoth('fair-leave', async (backend, keys, t) => {
     const fair = (token: string) => backend.fairAcquire(keys, token, 5_000, true, 1_000);

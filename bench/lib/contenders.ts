@@ -142,8 +142,9 @@ function rawReference(pollMs: number): Contender {
 
 /**
  * Acquire: `SET NX PX`, then the fence counter (same hash slot) counts up and lives a day past the
- * lease. A counter that does not exist yet (first use, expired, lost to a restart) starts from the
- * `since` (ms) the value carries, in µs, so fences keep counting up across its loss, as ours do.
+ * lease. A counter that does not exist yet (first use, expired, lost to a restart) starts from
+ * Redis' clock in µs (`TIME`: one clock for every client), so fences keep counting up across its
+ * loss, as ours do.
  * Busy: the holder is marked as waited for (`*` before its value, TTL kept), so its release wakes
  * the waiters, and the answer is the lock's remaining lease, so a waiter knows when to look again
  * without a message.
@@ -151,7 +152,8 @@ function rawReference(pollMs: number): Contender {
 const FENCED_ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = redis.call('INCR', KEYS[2])
   if fence == 1 then
-    fence = tonumber(ARGV[4]) * 1000
+    local now = redis.call('TIME')
+    fence = tonumber(string.format('%d', now[1] * 1000000 + now[2]))
     redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3])
   else
     redis.call('PEXPIRE', KEYS[2], ARGV[3])
@@ -188,7 +190,6 @@ type FencedClient = Redis & {
     value: string,
     ttl: number,
     fenceTtl: number,
-    sinceMs: number,
   ): Promise<[granted: 0 | 1, fenceOrPttl: number]>;
   benchFencedRelease(lockKey: string, value: string): Promise<0 | 1>;
 };
@@ -204,7 +205,7 @@ function fencedFloor(): Contender {
     library: 'fenced floor (hand-written)',
     variant: 'reference',
     settings:
-      `acquire: one EVALSHA (SET key "token:instance:since" NX PX ${TTL}, INCR key:fence, PEXPIRE key:fence ${TTL} + ${FENCE_RETENTION_MS} (a new counter: SET key:fence <since µs> PX instead); ` +
+      `acquire: one EVALSHA (SET key "token:instance:since" NX PX ${TTL}, INCR key:fence, PEXPIRE key:fence ${TTL} + ${FENCE_RETENTION_MS} (a new counter: TIME, SET key:fence <µs> PX instead); ` +
       `busy → mark the holder (SET KEEPTTL), PTTL); release: one EVALSHA (GET = value → DEL, and PUBLISH key:released when marked); ` +
       `waiters SUBSCRIBE key:released before they try, and retry on the message or when the lease ends`,
     async open(url) {
@@ -259,7 +260,6 @@ function fencedFloor(): Contender {
               value,
               TTL,
               fenceTtl,
-              since,
             );
             return granted === 1
               ? { held: { release: () => client.benchFencedRelease(lockKey, value) }, pttl: 0 }

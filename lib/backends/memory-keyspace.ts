@@ -96,14 +96,16 @@ export class MemoryKeyspace {
     return Math.max(0, Math.ceil(entry.expiresAt - this.now()));
   }
 
-  /** `SET <lock> <token> PX <ms>`, and the holder record beside it (none: an older version's). */
-  setLease(keys: LockRedisKeys, token: string, ms: number, instanceId?: string): void {
+  /** `SET <lock> <token> PX <ms>`, and the holder record beside it (none: an older version's): the lease. */
+  setLease(keys: LockRedisKeys, token: string, ms: number, instanceId?: string): Lease {
     if (!Number.isInteger(ms) || ms <= 0) throw notWholeMs();
     // As the scripts read it: fair mode's record of this grant (its token's since is when the call
     // began), else the token, which names its holder.
     const holder =
       instanceId === undefined ? holderOfToken(token) : { instanceId, since: Date.now() };
-    this.locks.set(keys.lock, { token, expiresAt: this.now() + ms, holder });
+    const lease: Lease = { token, expiresAt: this.now() + ms, holder };
+    this.locks.set(keys.lock, lease);
+    return lease;
   }
 
   /** The names of the locks held now, in order (what SCAN would find, minus the fuzz). */

@@ -1,4 +1,4 @@
-import { nextFenceLua, sinceOfTokenLua } from './fence.lua';
+import { nextFenceLua } from './fence.lua';
 import { lockTypeLua } from './lock-type.lua';
 import { LuaScript } from './lua-script';
 import { isLeaseLua, markWaitedLua } from './waited.lua';
@@ -75,7 +75,7 @@ for i = 1, count do
     fences[i + 1] = tonumber(redis.call('GET', fenceKey))
   else
     if ours[i] then redis.call('SET', lockKey, token, 'PX', leaseMs) end
-${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', undefined, sinceOfTokenLua('token'))}
+${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
     fences[i + 1] = fence
   end
 end

@@ -66,12 +66,14 @@ beforeEach(async () => {
 });
 
 describe('acquireScript', () => {
-  it('grants a new counter its first fence from the since its token carries, in µs, and every key expires', async () => {
-    const since = Date.now() - 5_000; // not now: the fence comes from the token, not a clock
-    const own = `${randomBytes(16).toString('hex')} ${since} ${INSTANCE}`;
+  it('grants a new counter its first fence from Redis clock in µs, and every key expires', async () => {
+    const before = await redis.micros();
+    const own = token();
     const fence = await acquire(own);
+    const after = await redis.micros();
 
-    expect(fence).toBe(since * 1_000);
+    expect(fence).toBeGreaterThanOrEqual(before);
+    expect(fence).toBeLessThanOrEqual(after);
     expect(await redis.client.get(keys.lock)).toBe(own);
     expect(await redis.client.get(keys.fence)).toBe(String(fence));
     const ttls = await expectAllExpire(redis, prefix);
@@ -82,12 +84,14 @@ describe('acquireScript', () => {
     expect(ttls[keys.fence]).toBeLessThanOrEqual(LEASE + RETENTION);
   });
 
-  it('starts a new counter from Redis clock in µs for a token that carries no since', async () => {
-    const before = await redis.micros();
-    const fence = await acquire(randomBytes(16).toString('hex'));
-    const after = await redis.micros();
-    expect(fence).toBeGreaterThanOrEqual(before);
-    expect(fence).toBeLessThanOrEqual(after);
+  it('starts a new counter above the fences of one that expired, whatever clock a token carries', async () => {
+    const first = token();
+    const fence = (await acquire(first)) as number;
+    expect(await release(first)).toBe(1);
+    await redis.client.del(keys.fence); // the counter ran out its retention
+    // A client whose clock lags by an hour: its token's since must not seed the counter.
+    const lagging = `${randomBytes(16).toString('hex')} ${Date.now() - 3_600_000} ${INSTANCE}`;
+    expect(await acquire(lagging)).toBeGreaterThan(fence);
   });
 
   it('counts fences up while the counter lives', async () => {
@@ -186,6 +190,50 @@ describe('acquireScript', () => {
     expect(ttl).toBeLessThanOrEqual(entryMs);
     await expectAllExpire(redis, prefix);
   });
+
+  it('marks the lease of a writer granted out of the writers waiting: readers it held back wait', async () => {
+    const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
+    const readKeys = [
+      readers.lock,
+      readers.writersWaiting,
+      readers.queue,
+      readers.fence,
+      readers.readerHolders,
+      readers.permitLimit,
+    ] as const;
+    const reader = token();
+    await readAcquireScript.run(redis.client, readKeys, [reader, 1_500, RETENTION, INSTANCE]);
+    const writer = token();
+    const writerTry = () =>
+      acquireScript.run(
+        redis.client,
+        [keys.lock, keys.fence, keys.writersWaiting],
+        [writer, LEASE, LEASE + RETENTION, 'call-1', 900],
+      );
+    expect(Array.isArray(await writerTry())).toBe(true); // waits for the reader
+    // A new reader is held back by the waiting writer, with nothing to mark: no lease yet.
+    expect(
+      await readAcquireScript.run(redis.client, readKeys, [token(), 1_500, RETENTION, INSTANCE]),
+    ).toBeLessThan(0);
+    await redis.client.zrem(keys.lock, reader); // the reader leaves
+    expect(await writerTry()).toBeGreaterThan(0);
+
+    expect(await redis.client.get(keys.lock)).toBe(`*${writer}`);
+    expect(await redis.client.zcard(keys.writersWaiting)).toBe(0);
+    expect(await release(writer)).toBe(1);
+    expect(await redis.published(keys.channel)).toEqual([writer]);
+  });
+
+  it('leaves the lease of a writer that never waited unmarked (control)', async () => {
+    const writer = token();
+    const reply = await acquireScript.run(
+      redis.client,
+      [keys.lock, keys.fence, keys.writersWaiting],
+      [writer, LEASE, LEASE + RETENTION, 'call-1', 900],
+    );
+    expect(reply).toBeGreaterThan(0);
+    expect(await redis.client.get(keys.lock)).toBe(writer);
+  });
 });
 
 describe('releaseScript', () => {
@@ -262,13 +310,13 @@ describe('what an uncontended acquire and release run inside Lua', () => {
     expect(ran).toEqual({ set: 1, incr: 1, pexpire: 1, get: 1, del: 1 });
   });
 
-  it('is SET NX PX, INCR and a SET of the new counter, then GET and DEL, on a key never used', async () => {
+  it('is SET NX PX, INCR, TIME and a SET of the new counter, then GET and DEL, on a key never used', async () => {
     const ran = await commandsRunBy(redis.client, async () => {
       const own = token();
       await acquire(own);
       await release(own);
     });
-    expect(ran).toEqual({ set: 2, incr: 1, get: 1, del: 1 });
+    expect(ran).toEqual({ set: 2, incr: 1, time: 1, get: 1, del: 1 });
   });
 
   it('adds the PUBLISH only when a try was refused meanwhile (control)', async () => {

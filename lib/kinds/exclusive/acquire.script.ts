@@ -1,8 +1,8 @@
-import { nextFenceLua, sinceOfTokenLua } from '../../lua/fence.lua';
+import { nextFenceLua } from '../../lua/fence.lua';
 import { LuaScript } from '../../lua/lua-script';
 import { lockTypeLua } from '../../lua/lock-type.lua';
 import { coverLua } from '../../lua/read-fence.lua';
-import { isLeaseLua, markWaitedLua } from '../../lua/waited.lua';
+import { isLeaseLua, markWaitedLua, WAITED_MARK } from '../../lua/waited.lua';
 
 /**
  * Acquire in one round trip and one atomic step (no SETNX-then-EXPIRE window). The key alone: a
@@ -19,9 +19,10 @@ import { isLeaseLua, markWaitedLua } from '../../lua/waited.lua';
  * ms, the fence counter's lifetime in ms (the lease plus how long the counter outlives it), and
  * only for a writer that will wait with writer priority: its id and its entry's lifetime in ms.
  * The uncontended try sends two keys and three args, and runs three commands: `SET NX PX`, `INCR`,
- * and the counter's `PEXPIRE` (a new counter: a `SET` in its place, starting from the `since` the
- * token carries). A try refused by another holder's lease marks it as waited for (waited.lua), so
- * that its release publishes.
+ * and the counter's `PEXPIRE` (a new counter: `TIME` and a `SET` in its place, see fence.lua).
+ * A try refused by another holder's lease marks it as waited for (waited.lua), so that its
+ * release publishes; so does a writer granted out of the writers waiting, which held back the
+ * readers that came meanwhile.
  * Returns the fence (> 0) when granted, or -(ms until another try is worth it) when busy: the
  * holder's PTTL (0 if it expires now), or the last reader's or permit's lease left — in a table of its own,
  * {-ms}, when the writer is (now) in the waiting set, so the caller knows to leave it if it
@@ -48,8 +49,11 @@ local token, leaseMs, fenceLifetimeMs = ARGV[1], ARGV[2], ARGV[3]
 local waitId, entryMs = ARGV[4] or '', tonumber(ARGV[5])
 local function grant()
   if not redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then return nil end
-  if waitId ~= '' then redis.call('ZREM', waitingKey, waitId) end
-${nextFenceLua('fenceKey', 'fenceLifetimeMs', undefined, sinceOfTokenLua('token'))}
+  -- A writer that waited held new readers back meanwhile: its release must wake them.
+  if waitId ~= '' and redis.call('ZREM', waitingKey, waitId) == 1 then
+    redis.call('SET', lockKey, '${WAITED_MARK}' .. token, 'KEEPTTL')
+  end
+${nextFenceLua('fenceKey', 'fenceLifetimeMs')}
   return fence
 end
 -- Enters or refreshes this writer's entry; the next try comes before it can lapse.

@@ -1,4 +1,4 @@
-import { nextFenceLua, sinceOfTokenLua } from '../../lua/fence.lua';
+import { nextFenceLua } from '../../lua/fence.lua';
 import { writeHolderLua } from '../../lua/holder.lua';
 import { LuaScript } from '../../lua/lua-script';
 import { lockTypeLua } from '../../lua/lock-type.lua';
@@ -54,7 +54,7 @@ local entryLifetimeMs, fenceRetentionMs, instanceId = ARGV[4], ARGV[5], ARGV[6]
 if redis.call('EXISTS', queueKey) == 0
   and redis.call('SET', lockKey, token, 'NX', 'PX', leaseMs) then
   -- The token names its holder, as a plain grant's does: no record beside it.
-${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', undefined, sinceOfTokenLua('token'))}
+${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
   return fence
 end
 local t = redis.call('TIME')

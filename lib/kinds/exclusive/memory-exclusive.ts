@@ -26,8 +26,9 @@ export class MemoryExclusiveLeases implements MemoryKindTwin {
     }
     const holder = this.keys.lease(keys);
     if (!holder) {
-      this.keys.setLease(keys, token, ttl); // the token names its holder
-      this.shared.granted(keys, how);
+      const lease = this.keys.setLease(keys, token, ttl); // the token names its holder
+      // A writer that waited held new readers back: its release must wake them (acquire.script).
+      if (this.shared.granted(keys, how)) lease.waited = true;
       return this.keys.nextFence(keys, ttl);
     }
     // Our own grant, asked again: the fence it got (the counter cannot have moved since).

@@ -82,9 +82,10 @@ export class MemoryReadLeases implements MemoryKindTwin {
   }
 
   /** A writer was granted the key: it no longer waits. */
-  granted(keys: LockRedisKeys, how: AcquireTry | undefined): void {
+  /** Whether the writer granted had waited among the writers waiting (and so held readers back). */
+  granted(keys: LockRedisKeys, how: AcquireTry | undefined): boolean {
     const id = how?.waitingWriter?.id;
-    if (id !== undefined) this.remove(this.writers, keys.writersWaiting, id);
+    return id !== undefined && this.remove(this.writers, keys.writersWaiting, id);
   }
 
   extend(keys: LockRedisKeys, token: string, ms: number): boolean {
@@ -182,10 +183,12 @@ export class MemoryReadLeases implements MemoryKindTwin {
   }
 
   /** ZREM; Redis deletes an emptied set. */
-  private remove(sets: Map<string, Deadlines>, name: string, member: string): void {
+  /** Whether `member` was there. */
+  private remove(sets: Map<string, Deadlines>, name: string, member: string): boolean {
     const set = sets.get(name);
-    set?.entries.delete(member);
+    const was = set?.entries.delete(member) ?? false;
     set?.holders.delete(member);
     if (set?.entries.size === 0) sets.delete(name);
+    return was;
   }
 }
