@@ -137,7 +137,7 @@ describe('fair mode when a lease lapses while a waiter queues', () => {
       expect(await redis.zcard(queueOf('lapse'))).toBe(1);
     });
     const lock = await acquired;
-    expect(await redis.get(keyOf('lapse'))).toBe(lock.token);
+    expect(await redis.get(keyOf('lapse'))).toBe(`*${lock.token}`); // out of the queue: marked
     expect(lock.fence).toBeGreaterThan(holder.fence);
     expect(await holder.release()).toBe(false);
     expect(await lock.release()).toBe(true);
@@ -160,7 +160,7 @@ describe('fair mode when a lease lapses while a waiter queues', () => {
       expect(await redis.zcard(queueOf('lapse-read'))).toBe(1);
     });
     const lock = await acquired;
-    expect(await redis.get(keyOf('lapse-read'))).toBe(lock.token);
+    expect(await redis.get(keyOf('lapse-read'))).toBe(`*${lock.token}`); // out of the queue: marked
     expect(await reader.release()).toBe(false);
     expect(await lock.release()).toBe(true);
   });
@@ -289,7 +289,7 @@ describe('fair mode', () => {
     await sleep(150); // the dead entry lapses; the live one is refreshed
     await holder.release();
     const lock = await alive;
-    expect(await redis.get(keyOf('lapsed'))).toBe(lock.token);
+    expect(await redis.get(keyOf('lapsed'))).toBe(`*${lock.token}`); // handed over: marked
     expect(await lock.release()).toBe(true);
   });
 
@@ -301,7 +301,7 @@ describe('fair mode', () => {
     await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     await holder.release();
     const lock = await queued;
-    expect(await redis.get(keyOf('lost-message'))).toBe(lock.token);
+    expect(await redis.get(keyOf('lost-message'))).toBe(`*${lock.token}`); // handed over: marked
     expect(lock.isHeld).toBe(true);
     await waitFor(async () => (await redis.pttl(keyOf('lost-message'))) > 1_000, 3_000, 5);
     expect(await lock.release()).toBe(true);
@@ -356,7 +356,7 @@ describe('fair mode', () => {
     await queueVanishedWaiter('dead-cap', 'dead-waiter-token', 1_000);
     await sleep(600); // the entry has ~400 ms left
     await holder.release();
-    expect(await redis.get(keyOf('dead-cap'))).toBe('dead-waiter-token');
+    expect(await redis.get(keyOf('dead-cap'))).toBe('*dead-waiter-token'); // handed over: marked
     expect(await redis.pttl(keyOf('dead-cap'))).toBeLessThanOrEqual(450);
   });
 

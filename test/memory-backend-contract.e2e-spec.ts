@@ -322,6 +322,20 @@ it("marks a writer's lease granted out of the writers waiting alike: its release
   });
 });
 
+it('marks a lease handed out of the fair queue alike, to the last in line too', async () => {
+  await onBoth('fair-last', async (backend, keys, t) => {
+    const fair = (token: string) => backend.fairAcquire(keys, token, 5_000, true, 1_000);
+    const reader = new LockRedisKeys(keys.lock, { type: 'read' });
+    t.log('granted' in (await fair('a')));
+    t.log('retryAfterMs' in (await fair('b')));
+    t.log((await backend.acquire(reader, 'r1', 2_000)) < 0); // the queue holds readers back
+    t.log(await backend.fairRelease(keys, 'a')); // hands over to b, the last in line
+    t.log(await backend.fairRelease(keys, 'b')); // wakes the reader
+    await waitFor(() => t.heard.length === 2);
+    t.log(t.heard);
+  });
+});
+
 it('wakes all when the last in line leaves a free fair lock, not while it is held', async () => {
   await onBoth('fair-leave', async (backend, keys, t) => {
     const fair = (token: string) => backend.fairAcquire(keys, token, 5_000, true, 1_000);

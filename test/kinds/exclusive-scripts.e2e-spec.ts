@@ -417,15 +417,31 @@ describe('fair mode', () => {
     expect(await redis.published(keys.channel)).toEqual([]);
   });
 
-  it('hands over a lease marked as waited for while others are still in line, unmarked to the last', async () => {
+  it('hands over a lease marked as waited for, to the last in line too: readers the queue held back wait', async () => {
     const [holder, second, third] = [token(), token('instance-b'), token('instance-c')];
     await fairAcquire(holder, '1');
     await fairAcquire(second, '1');
     await fairAcquire(third, '1');
     expect(await fairRelease(holder)).toBe(1);
     expect(await redis.client.get(keys.lock)).toBe(`*${second}`);
+    // A reader comes while the queue exists: refused, and nothing marks it (no lease of its own).
+    const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
+    const readKeys = [
+      readers.lock,
+      readers.writersWaiting,
+      readers.queue,
+      readers.fence,
+      readers.readerHolders,
+      readers.permitLimit,
+    ] as const;
+    expect(
+      await readAcquireScript.run(redis.client, readKeys, [token(), LEASE, RETENTION, INSTANCE]),
+    ).toBeLessThan(0);
     expect(await fairRelease(second)).toBe(1);
-    expect(await redis.client.get(keys.lock)).toBe(third); // nobody behind it
+    expect(await redis.client.get(keys.lock)).toBe(`*${third}`); // nobody behind it, still marked
+    await redis.published(keys.channel); // the hand-offs so far
+    expect(await fairRelease(third)).toBe(1);
+    expect(await redis.published(keys.channel)).toEqual([third]); // the reader hears it
   });
 
   it('grants a free lock with no queue as default mode does: no holder record (the token names it)', async () => {
@@ -463,7 +479,7 @@ describe('fair mode', () => {
 
     expect(await fairRelease(holder)).toBe(1);
     expect(await redis.published(keys.channel)).toEqual([`grant:${waiter}:${fence + 1}`]);
-    expect(await redis.client.get(keys.lock)).toBe(waiter);
+    expect(await redis.client.get(keys.lock)).toBe(`*${waiter}`); // out of the queue: marked
     expect(await redis.client.pttl(keys.lock)).toBeLessThanOrEqual(lease);
     expect((await redis.client.get(keys.holder))!.endsWith(` ${waiter} instance-b`)).toBe(true);
     expect(await redis.client.zcard(keys.queue)).toBe(0);

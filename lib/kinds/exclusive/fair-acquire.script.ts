@@ -90,10 +90,9 @@ if not holder and not shared and (not head or head == token) then
   redis.call('ZREM', queueKey, token)
   redis.call('HDEL', waitersKey, token)
   redis.call('HDEL', waiterIdsKey, token)
-  -- Others still queued: the lease starts marked as waited for, so its release hands over.
-  local value = token
-  if redis.call('EXISTS', queueKey) == 1 then value = '${WAITED_MARK}' .. token end
-  redis.call('SET', lockKey, value, 'PX', leaseMs)
+  -- Out of the queue: the lease starts marked as waited for, so its release hands over to
+  -- whoever is still in line, or wakes the readers the queue held back.
+  redis.call('SET', lockKey, '${WAITED_MARK}' .. token, 'PX', leaseMs)
 ${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs', 't')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', 't')}
   return fence
 end

@@ -42,9 +42,9 @@ local token, publish, fenceRetentionMs, channel = ARGV[1], ARGV[2], ARGV[3], ARG
 -- A lease a refused try marked (waited.lua) is its holder's all the same.
 local value = redis.pcall('GET', lockKey)
 if value == token then
-  -- Unmarked: nobody was refused while we held it, and nobody queued when we got it (a grant
-  -- or a hand-off with others in line starts marked), so nobody queues now: default mode's
-  -- compare-and-delete, nothing to hand over or wake.
+  -- Unmarked: nobody was refused while we held it, and no queue existed when we got it (a
+  -- grant or a hand-off out of the queue starts marked), so nobody queues or waits now: default
+  -- mode's compare-and-delete, nothing to hand over or wake.
   redis.call('DEL', lockKey, holderKey)
   return 1
 end
@@ -83,10 +83,9 @@ while true do
     -- holds the queue up for one entry lifetime in all, not two. (It counts its lease from a
     -- try sent before that refresh ran, so its own deadline is still within this one.)
     local handoff = math.max(1, math.min(tonumber(lease), expiresAt - now))
-    -- Others still in line: the new lease starts marked, so its release hands over in turn.
-    local leased = head
-    if redis.call('EXISTS', queueKey) == 1 then leased = '${WAITED_MARK}' .. head end
-    redis.call('SET', lockKey, leased, 'PX', handoff)
+    -- The new lease starts marked: its release hands over to whoever is still in line, or
+    -- wakes the readers the queue held back (refused without a lease to mark).
+    redis.call('SET', lockKey, '${WAITED_MARK}' .. head, 'PX', handoff)
     if headId then
 ${writeHolderLua('holderKey', 'head', 'headId', 'handoff')}
     end

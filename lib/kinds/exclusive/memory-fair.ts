@@ -1,7 +1,7 @@
 import type { MemoryFairTwin } from '../kind-leases';
 import type { LockRedisKeys } from '../../keys/lock-keys';
 import type { FairAcquireReply } from '../../backends/lock-backend';
-import type { MemoryKeyspace, Queue } from '../../backends/memory-keyspace';
+import type { MemoryKeyspace } from '../../backends/memory-keyspace';
 import type { MemoryPubSubHub } from '../../backends/memory-pubsub';
 
 /**
@@ -40,10 +40,11 @@ export class MemoryFairQueue implements MemoryFairTwin {
     const sharesUntil = this.keys.sharesUntil(keys.lock);
     if (!holder && sharesUntil === undefined && (head === undefined || head === token)) {
       // No queue: the token names its holder (no record), as the script's first path grants it.
-      this.keys.setLease(keys, token, ttl, waiting ? this.instanceId : undefined);
+      const lease = this.keys.setLease(keys, token, ttl, waiting ? this.instanceId : undefined);
+      // Out of the queue: marked, for whoever is still in line or the readers it held back.
+      if (waiting) lease.waited = true;
       waiting?.waiters.delete(token);
       this.keys.dropQueueIfEmpty(keys);
-      this.startsWaited(keys, waiting);
       return { granted: this.keys.nextFence(keys, ttl) };
     }
     // Held: until its lease ends; free but reserved for the head: until the head's entry lapses.
@@ -53,12 +54,6 @@ export class MemoryFairQueue implements MemoryFairTwin {
     if (queue) this.keys.enqueue(keys, token, ttl, waiterTtl, this.instanceId);
     this.keys.dropQueueIfEmpty(keys);
     return { retryAfterMs: Math.max(0, retry), fence: this.keys.fence(keys) };
-  }
-
-  /** A lease granted with others still in line starts marked as waited for (fair-acquire). */
-  private startsWaited(keys: LockRedisKeys, waiting: Queue | undefined): void {
-    const lease = this.keys.lease(keys);
-    if (lease && waiting && waiting.waiters.size > 0) lease.waited = true;
   }
 
   release(keys: LockRedisKeys, token: string): boolean {
@@ -74,7 +69,7 @@ export class MemoryFairQueue implements MemoryFairTwin {
       return false;
     }
     this.keys.deleteLease(keys);
-    // Nobody refused, nobody queued at the grant (see fair-release.script): nothing to hand over.
+    // Nobody refused, no queue at the grant (see fair-release.script): nothing to hand over.
     if (!holder.waited) return true;
     const now = this.keys.now();
     for (const [head, entry] of waiting?.waiters ?? []) {
@@ -83,9 +78,8 @@ export class MemoryFairQueue implements MemoryFairTwin {
       // No longer than the entry would have lived: a waiter that died since its last refresh
       // holds the lock up for one entry lifetime at most.
       const handoff = Math.max(1, Math.floor(Math.min(entry.lease, entry.expiresAt - now)));
-      this.keys.setLease(keys, head, handoff, entry.instanceId);
+      this.keys.setLease(keys, head, handoff, entry.instanceId).waited = true; // as fair-release
       this.keys.dropQueueIfEmpty(keys);
-      this.startsWaited(keys, waiting);
       const fence = this.keys.nextFence(keys, handoff);
       this.hub.publish(keys.channel, `grant:${head}:${fence}`);
       return true;
