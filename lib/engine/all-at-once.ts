@@ -3,6 +3,7 @@ import { LockServiceClosedError, RedisUnavailableError } from '../errors/errors'
 import { messages } from '../errors/messages';
 import type { LockRedisKeys } from '../keys/lock-keys';
 import { monotonicNow, newHolderToken, wallAtLastReading } from '../util/clock';
+import { settled } from '../util/settled';
 import type { AcquireContext } from './acquire-context';
 import { retryPause, unavailableWorthRetrying } from './backoff';
 import { HeldLock } from './held-lock';
@@ -160,6 +161,7 @@ function tryAll<R>(
   failed: (error: unknown) => R | PromiseLike<R>,
 ): Promise<R> {
   if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
+  request.signal?.throwIfAborted(); // before the send: nothing to free
   const down = context.connections.unavailable();
   if (down) throw down;
   const keys = entries.map((entry) => entry.redisKeys);
@@ -196,7 +198,9 @@ function tryAll<R>(
   };
   const subject = (): string => messages.lockNames(entries);
   if (request.signal) {
-    const answer = raceAbort(context.bounded(sent, 'acquire', subject), request.signal);
+    // settled(): a signal that aborted in the send's step rejects here, and `lost` frees the grant.
+    const { signal } = request;
+    const answer = settled(() => raceAbort(context.bounded(sent, 'acquire', subject), signal));
     return answer.then(granted, lost);
   }
   return context.bounded(sent, 'acquire', subject, granted, lost);

@@ -122,6 +122,24 @@ describe('acquire([...]) on one Redis', () => {
     await held.release();
   });
 
+  it('frees the keys of a try that went out just before the call was cancelled', async () => {
+    const cancel = new AbortController();
+    // The engine's all-at-once commands (internal): the send, then the abort in its step.
+    type Send = (...args: unknown[]) => Promise<unknown>;
+    type Engine = { multi: { allAtOnce: { acquireAll: Send } } };
+    const commands = (locks.engine as unknown as Engine).multi.allAtOnce;
+    const send = commands.acquireAll;
+    jest.spyOn(commands, 'acquireAll').mockImplementationOnce((...args: unknown[]) => {
+      const sent = send(...args);
+      cancel.abort(new Error('client left')); // in the same step as the send
+      return sent;
+    });
+    // A lease far longer than the wait below: only a release can pass this test, not its end.
+    const call = locks.acquire(['m15:a', 'm15:b'], { signal: cancel.signal, ttl: 30_000 });
+    await expect(call).rejects.toThrow('client left');
+    await waitFor(async () => (await redis.exists(keyOf('m15:a'), keyOf('m15:b'))) === 0, 2_000);
+  });
+
   it('loses the set at maxHold, releasing every key', async () => {
     const lock = await locks.acquire(['m14:a', 'm14:b'], { maxHold: 200 });
     await waitFor(() => lock.signal.aborted, 3_000);
