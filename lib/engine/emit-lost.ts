@@ -4,7 +4,7 @@ import type { LockLostError } from '../errors/errors';
 import { messages } from '../errors/messages';
 import type { LockEventName, LockEvents } from './lock-events';
 import type { LockHandle } from './lock-handle';
-import { neutralScope } from './neutral-scope';
+import { neutralScope } from '../util/neutral-scope';
 
 /**
  * Calls every listener of `event` on `events` with `args`, in a neutral async context. A listener

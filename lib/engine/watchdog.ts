@@ -3,7 +3,7 @@ import { messages } from '../errors/messages';
 import { RedisCommandError } from '../errors/errors';
 import { refusedForLackOfReplicas } from '../redis/reply-error';
 import { monotonicNow } from '../util/clock';
-import { neutralScope } from './neutral-scope';
+import { neutralScope } from '../util/neutral-scope';
 import type { HeldLock } from './held-lock';
 import { RenewalRecord, type RenewalStatus } from './renewal-record';
 import { LinkedSet } from '../util/linked-set';

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { RedisUnavailableError } from '../errors/errors';
 import { CommandDeadlines } from './command-deadlines';
 
@@ -21,6 +22,23 @@ describe('CommandDeadlines', () => {
     await expect(quick).resolves.toBe(7);
     await expect(hung).rejects.toBeInstanceOf(RedisUnavailableError);
     await expect(hung).rejects.toThrow(/within 20 ms/);
+  });
+
+  it("never runs a timed-out command's continuation in another caller's async context", async () => {
+    const deadlines = new CommandDeadlines(passThrough);
+    const requests = new AsyncLocalStorage<string>();
+    const seen: (string | undefined)[] = [];
+    // Two callers, each in its own request's context; neither command is ever answered.
+    const call = (request: string, ms: number) =>
+      requests.run(request, () =>
+        deadlines.bound(pendingCommand().promise, ms, 'acquire', 's', undefined, () => {
+          seen.push(requests.getStore());
+        }),
+      );
+    await Promise.all([call('A', 10), call('B', 20)]);
+    expect(seen).toHaveLength(2);
+    expect(seen[1]).not.toBe('A'); // the timer armed by A's call must not carry A into B's
+    expect(seen.every((store) => store === undefined)).toBe(true);
   });
 
   it('re-arms for a shorter deadline added later, and for those still in flight', async () => {

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { messages } from '../errors/messages';
 import { RedisUnavailableError } from '../errors/errors';
 import { LinkedSet, type Linked } from './linked-set';
+import { neutralScope } from './neutral-scope';
 
 /** Turns a command's rejection (its timeout's included) into the error its caller reports. */
 export type CommandFailure = (error: unknown, operation: string, subject: string) => unknown;
@@ -137,9 +138,18 @@ export class CommandDeadlines {
   private arm(due: number): void {
     clearTimeout(this.timer);
     this.armedFor = due;
-    this.timer = setTimeout(() => this.expire(), Math.max(0, due - performance.now()));
+    // Armed in the neutral scope: a timeout's continuation runs outside every request's context,
+    // never inside that of the call that happened to arm the timer.
+    this.timer = neutralScope.runInAsyncScope(
+      setTimeout,
+      undefined,
+      this.expireNow,
+      Math.max(0, due - performance.now()),
+    );
     this.timer.unref();
   }
+
+  private readonly expireNow = (): void => this.expire();
 
   /** Fails the commands past their deadline, and re-arms for the earliest of the others. */
   private expire(): void {

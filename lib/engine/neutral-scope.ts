@@ -1,9 +1,0 @@
-import { AsyncResource } from 'node:async_hooks';
-
-/**
- * The async context taken when the library loads (at startup, outside any request). The
- * watchdog's timer and 'lost' listeners run in it: a timer armed inside whichever call came first
- * would otherwise run every later renewal, loss, signal abort and listener in that call's context,
- * so `currentLock()` and request-scoped stores (a request logger) would name an unrelated request.
- */
-export const neutralScope = new AsyncResource('RedisLock');
