@@ -132,6 +132,17 @@ describe('Watchdog (in-memory backend, fake timers)', () => {
     expect(lost).toEqual([]);
   });
 
+  it('renews no lock that a loss earlier in the same tick released', async () => {
+    const first = await hold('a', 600);
+    first.renews = false; // lost at its deadline, at 600
+    const second = await hold('b', 600); // renewed at 200, 400, and due at 600 too
+    first.signal.addEventListener('abort', () => void second.release());
+    await jest.advanceTimersByTimeAsync(600);
+    expect(lost.map((error) => error.reason)).toEqual(['deadline']);
+    expect(second.isHeld).toBe(false);
+    expect(batches).toEqual([['b'], ['b']]); // nothing for b at 600: it was released first
+  });
+
   it('only watches the deadline of a lock that does not renew', async () => {
     const lock = await hold('a', 600);
     lock.renews = false;

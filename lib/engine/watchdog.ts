@@ -123,6 +123,8 @@ export class Watchdog {
     this.firesAt = Infinity;
     const due = new Map<string | undefined, HeldLock[]>();
     for (const lock of this.locks.toArray()) {
+      // Released or lost earlier in this tick (a 'lost' or abort listener may release others).
+      if (!this.locks.has(lock)) continue;
       if (lock.expireIfDue(now)) continue; // deadline or maxHold passed: lost (and untracked)
       // Due within the batch window (a sixth of the lease): renew now, together with the rest.
       // Never while a renewal or an extension is in flight: lease changes go out one at a time.
