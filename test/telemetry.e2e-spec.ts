@@ -247,3 +247,44 @@ describe('telemetry without an SDK', () => {
     }
   });
 });
+
+describe('telemetry that throws', () => {
+  // An SDK whose span processor throws out of `end()`: no lock may be left behind for it.
+  const throwingSpans = (): void => {
+    const span: Record<string, unknown> = new Proxy(
+      {},
+      {
+        get: (_target, name) =>
+          name === 'end'
+            ? () => {
+                throw new Error('span exporter failed');
+              }
+            : () => span,
+      },
+    );
+    trace.setGlobalTracerProvider({
+      getTracer: () => ({ startSpan: () => span }) as unknown as ReturnType<typeof trace.getTracer>,
+    });
+  };
+  afterEach(() => trace.disable());
+
+  it.each([
+    ['default', false],
+    ['fair', true],
+  ])(
+    'ends a %s-mode call once when its grant cannot be reported: close() drains',
+    async (_mode, fair) => {
+      throwingSpans();
+      const locks = services.create({ fair });
+      await expect(locks.acquire('throwing-span:1')).rejects.toThrow('span exporter failed');
+      trace.disable();
+      // Counted once in, once out: close() waits for nothing, and the lock is not left held.
+      const closed = await Promise.race([
+        locks.close().then(() => 'closed'),
+        sleep(2_000).then(() => 'still waiting'),
+      ]);
+      expect(closed).toBe('closed');
+      expect(await redis.exists(keyOf('throwing-span:1'))).toBe(0);
+    },
+  );
+});

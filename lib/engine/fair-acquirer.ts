@@ -98,14 +98,16 @@ export class FairAcquirer implements Acquirer {
           this.taken(request, keys, call, reply, sentAt),
         );
       }
+      let lock: HeldLock;
       try {
         if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
-        const lock = this.lockOf(request, keys, call, reply.granted, sentAt);
-        return report.settled({ lock: context.track(lock, request) });
+        lock = context.track(this.lockOf(request, keys, call, reply.granted, sentAt), request);
       } catch (error) {
         this.leaveQueue(keys, call); // frees it: the call leaves
         return report.failed(error);
       }
+      // Outside the try: the call is reported once, and a report that throws releases the lock.
+      return report.settled({ lock });
     };
     const firstFailed = (error: unknown): T | Promise<T> => {
       let unavailable: RedisUnavailableError;

@@ -153,6 +153,8 @@ export class LockLifecycle {
 export class AcquireReport<T> implements AcquireEnd<T> {
   /** When the call began (monotonic): its wait budget counts from here too. */
   readonly started = monotonicElapsed();
+  /** Counted out already (see `end`). */
+  private over = false;
 
   constructor(
     private readonly lifecycle: LockLifecycle,
@@ -172,13 +174,20 @@ export class AcquireReport<T> implements AcquireEnd<T> {
   }
 
   settled(outcome: AcquireOutcome): T {
-    this.ended();
-    if ('lock' in outcome) this.lifecycle.acquired(outcome.lock, this.started, this.span);
-    else {
+    this.end();
+    if (!('lock' in outcome)) {
       const waitedMs = monotonicElapsed() - this.started;
       this.lifecycle.busy(this.key, waitedMs, outcome.retryAfterMs, this.span);
+      return this.settle(outcome);
     }
-    return this.settle(outcome);
+    try {
+      this.lifecycle.acquired(outcome.lock, this.started, this.span);
+      return this.settle(outcome);
+    } catch (error) {
+      // Telemetry or the mapping threw: nobody gets a handle, so nobody may keep the lock.
+      outcome.lock.release().catch(() => false);
+      throw error;
+    }
   }
 
   /** Reports the failure and throws it. */
@@ -186,8 +195,15 @@ export class AcquireReport<T> implements AcquireEnd<T> {
     throw this.fail(error);
   }
 
-  private fail(error: unknown): unknown {
+  /** Counts the call out, once however many paths report its end. */
+  private end(): void {
+    if (this.over) return;
+    this.over = true;
     this.ended();
+  }
+
+  private fail(error: unknown): unknown {
+    this.end();
     this.lifecycle.telemetry.metrics?.acquireFailed(monotonicElapsed() - this.started, error);
     this.span?.failed(error);
     return error;
