@@ -4,9 +4,15 @@ import { LockSpans } from './lock-spans';
 import type { LockMode } from './lock-mode';
 import { otelApi } from './otel-api';
 
-/** The OpenTelemetry instrumentation of one LockService, or nothing of it without the API. */
+/**
+ * The OpenTelemetry instrumentation of one LockService, or nothing of it without the API. Its
+ * members are internal: the published declarations must not need `@opentelemetry/api`'s types,
+ * an optional peer that a user without telemetry does not install.
+ */
 export interface LockTelemetry {
+  /** @internal */
   readonly metrics?: LockMetrics;
+  /** @internal */
   readonly spans?: LockSpans;
 }
 
