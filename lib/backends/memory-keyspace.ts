@@ -96,7 +96,10 @@ export class MemoryKeyspace {
     return Math.max(0, Math.ceil(entry.expiresAt - this.now()));
   }
 
-  /** `SET <lock> <token> PX <ms>`, and the holder record beside it (none: an older version's): the lease. */
+  /**
+   * `SET <lock> <token> PX <ms>`, and the holder record beside it (none: an older version's).
+   * Returns the lease written.
+   */
   setLease(keys: LockRedisKeys, token: string, ms: number, instanceId?: string): Lease {
     if (!Number.isInteger(ms) || ms <= 0) throw notWholeMs();
     // As the scripts read it: fair mode's record of this grant (its token's since is when the call

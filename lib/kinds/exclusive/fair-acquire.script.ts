@@ -90,8 +90,9 @@ if not holder and not shared and (not head or head == token) then
   redis.call('ZREM', queueKey, token)
   redis.call('HDEL', waitersKey, token)
   redis.call('HDEL', waiterIdsKey, token)
-  -- Out of the queue: the lease starts marked as waited for, so its release hands over to
-  -- whoever is still in line, or wakes the readers the queue held back.
+  -- Granted here, a queue existed (or lapsed shares were in the way): the lease starts marked as
+  -- waited for, so its release hands over to whoever is still in line, or wakes the readers the
+  -- queue held back. (A spare PUBLISH at worst.)
   redis.call('SET', lockKey, '${WAITED_MARK}' .. token, 'PX', leaseMs)
 ${writeHolderLua('holderKey', 'token', 'instanceId', 'leaseMs', 't')}${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', 't')}
   return fence
