@@ -62,14 +62,7 @@ export class FairAcquirer implements Acquirer {
       newHolderToken(context.options.instanceId, wallAtLastReading()),
       sentAt,
     );
-    const sent = this.backend.fairAcquire(
-      keys,
-      call.token,
-      Math.ceil(request.ttl),
-      false,
-      this.waiterTtl,
-    );
-    call.inFlight = sent;
+    const sent = this.send(keys, call, request, false);
     const waitFor = (retryAfterMs: number, unavailable?: RedisUnavailableError): Promise<T> => {
       const tries = this.tries(request, keys, call);
       const callTry = new CallTry(context, tries, started + request.wait, unavailable);
@@ -186,6 +179,24 @@ export class FairAcquirer implements Acquirer {
     };
   }
 
+  /** Sends one fair try of `call` (joining the queue if `queue`), as the call's try in flight. */
+  private send(
+    keys: LockRedisKeys,
+    call: FairCall,
+    request: AcquireRequest,
+    queue: boolean,
+  ): Promise<FairAcquireReply> {
+    const sent = this.backend.fairAcquire(
+      keys,
+      call.token,
+      Math.ceil(request.ttl),
+      queue,
+      this.waiterTtl,
+    );
+    call.inFlight = sent;
+    return sent;
+  }
+
   /**
    * A fair-mode try, as the call's token, joining (or staying in) the queue when `queue` is set.
    * A late answer needs no clean-up here: the token stays the call's, so a later try finds a late
@@ -199,14 +210,7 @@ export class FairAcquirer implements Acquirer {
   ): Promise<HeldLock | number> {
     const { context } = this;
     const sentAt = monotonicNow();
-    const sent = this.backend.fairAcquire(
-      keys,
-      call.token,
-      Math.ceil(request.ttl),
-      queue,
-      this.waiterTtl,
-    );
-    call.inFlight = sent;
+    const sent = this.send(keys, call, request, queue);
     const reply = await raceAbort(
       context.bounded(sent, 'acquire', `lock "${request.key}"`),
       request.signal,

@@ -35,6 +35,23 @@ const acquire = (own: string, lease = LEASE) =>
 
 const release = (own: string) => releaseScript.run(redis.client, [keys.lock], [own, 'PUBLISH']);
 
+/** A reader's try on the same lock name (the readers hold the lock key itself). */
+const readAcquire = (own: string, lease: number) => {
+  const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
+  return readAcquireScript.run(
+    redis.client,
+    [
+      readers.lock,
+      readers.writersWaiting,
+      readers.queue,
+      readers.fence,
+      readers.readerHolders,
+      readers.permitLimit,
+    ],
+    [own, lease, RETENTION, INSTANCE],
+  );
+};
+
 const fairKeys = () =>
   [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds] as const;
 
@@ -127,19 +144,7 @@ describe('acquireScript', () => {
   });
 
   it('refuses a writer while a live reader holds, and waits for the last one', async () => {
-    const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
-    await readAcquireScript.run(
-      redis.client,
-      [
-        readers.lock,
-        readers.writersWaiting,
-        readers.queue,
-        readers.fence,
-        readers.readerHolders,
-        readers.permitLimit,
-      ],
-      [token(), 500, RETENTION, INSTANCE],
-    );
+    await readAcquire(token(), 500);
     const busy = (await acquire(token())) as number;
 
     expect(busy).toBeLessThan(0);
@@ -159,19 +164,7 @@ describe('acquireScript', () => {
   });
 
   it('enters a waiting writer in the writers waiting, with a TTL, told to retry within a third', async () => {
-    const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
-    await readAcquireScript.run(
-      redis.client,
-      [
-        readers.lock,
-        readers.writersWaiting,
-        readers.queue,
-        readers.fence,
-        readers.readerHolders,
-        readers.permitLimit,
-      ],
-      [token(), 1_500, RETENTION, INSTANCE],
-    );
+    await readAcquire(token(), 1_500);
     const entryMs = 900;
     const args = [token(), LEASE, LEASE + RETENTION, 'call-1', entryMs] as const;
     const reply = await acquireScript.run(
@@ -192,17 +185,8 @@ describe('acquireScript', () => {
   });
 
   it('marks the lease of a writer granted out of the writers waiting: readers it held back wait', async () => {
-    const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
-    const readKeys = [
-      readers.lock,
-      readers.writersWaiting,
-      readers.queue,
-      readers.fence,
-      readers.readerHolders,
-      readers.permitLimit,
-    ] as const;
     const reader = token();
-    await readAcquireScript.run(redis.client, readKeys, [reader, 1_500, RETENTION, INSTANCE]);
+    await readAcquire(reader, 1_500);
     const writer = token();
     const writerTry = () =>
       acquireScript.run(
@@ -212,9 +196,7 @@ describe('acquireScript', () => {
       );
     expect(Array.isArray(await writerTry())).toBe(true); // waits for the reader
     // A new reader is held back by the waiting writer, with nothing to mark: no lease yet.
-    expect(
-      await readAcquireScript.run(redis.client, readKeys, [token(), 1_500, RETENTION, INSTANCE]),
-    ).toBeLessThan(0);
+    expect(await readAcquire(token(), 1_500)).toBeLessThan(0);
     await redis.client.zrem(keys.lock, reader); // the reader leaves
     expect(await writerTry()).toBeGreaterThan(0);
 
@@ -425,18 +407,7 @@ describe('fair mode', () => {
     expect(await fairRelease(holder)).toBe(1);
     expect(await redis.client.get(keys.lock)).toBe(`*${second}`);
     // A reader comes while the queue exists: refused, and nothing marks it (no lease of its own).
-    const readers = lockRedisKeys(prefix, 'job', { type: 'read' });
-    const readKeys = [
-      readers.lock,
-      readers.writersWaiting,
-      readers.queue,
-      readers.fence,
-      readers.readerHolders,
-      readers.permitLimit,
-    ] as const;
-    expect(
-      await readAcquireScript.run(redis.client, readKeys, [token(), LEASE, RETENTION, INSTANCE]),
-    ).toBeLessThan(0);
+    expect(await readAcquire(token(), LEASE)).toBeLessThan(0);
     expect(await fairRelease(second)).toBe(1);
     expect(await redis.client.get(keys.lock)).toBe(`*${third}`); // nobody behind it, still marked
     await redis.published(keys.channel); // the hand-offs so far
