@@ -95,6 +95,12 @@ export interface LockBackend {
   /** Compare-and-delete + wake waiters. Resolves whether `token` still owned the lock. */
   release(keys: LockRedisKeys, token: string): Promise<boolean>;
   /**
+   * Multi-key locks: `release` of each of `keys` (`tokens[i]` for `keys[i]`), in one command where
+   * the keys allow it (one Redis, or one Cluster slot); one answer per key, in order. Absent
+   * (Redlock): the engine releases each key by itself.
+   */
+  releaseAll?(keys: readonly LockRedisKeys[], tokens: readonly string[]): Promise<boolean[]>;
+  /**
    * The operator's commands below act on every kind of lock on the user key `keys` names (of any
    * kind): its exclusive lock, its readers, its semaphore — one hash tag, one atomic step.
    * Removes every holder of every kind; resolves whether there was any.

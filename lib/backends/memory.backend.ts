@@ -134,6 +134,10 @@ export class MemoryLockBackend implements FairLockBackend {
     return this.leases[keys.kind.type].release(keys, token, (deleted) => deleted);
   }
 
+  releaseAll(keys: readonly LockRedisKeys[], tokens: readonly string[]): Promise<boolean[]> {
+    return this.leases[keys[0]!.kind.type].releaseAll!(keys, tokens, (deleted) => deleted);
+  }
+
   fairAcquire(...args: Parameters<FairLeases['acquire']>): Promise<FairAcquireReply> {
     return this.fairOf(args[0]).acquire(...args);
   }

@@ -18,7 +18,7 @@ import { RedisReadLeases } from '../kinds/read/redis-read';
 import type { ReplicaAckOptions } from '../options/redis-lock-options';
 import { DEFAULT_OPTIONS } from '../options/option-defaults';
 import { AcknowledgedGrants } from './acknowledged-grants';
-import { acquireAllOnRedis } from './acquire-all';
+import { acquireAllOnRedis, oneSlot } from './acquire-all';
 import { redisCapabilities, type StoreCapabilities } from './store-capabilities';
 import type {
   AcquireAllReply,
@@ -159,6 +159,27 @@ export class RedisBackend implements FairLockBackend {
       return deleted;
     };
     return this.kinds[keys.kind.type].release(keys, token, answered);
+  }
+
+  releaseAll(keys: readonly LockRedisKeys[], tokens: readonly string[]): Promise<boolean[]> {
+    const type = keys[0]!.kind.type;
+    const kind = this.kinds[type];
+    // One script needs one kind, and on a Cluster one slot (a set taken one key at a time may span several).
+    const together =
+      kind.releaseAll &&
+      keys.every((k) => k.kind.type === type) &&
+      (!this.cluster || oneSlot(keys));
+    if (!together) return Promise.all(keys.map((k, i) => this.release(k, tokens[i]!)));
+    const resetsBefore = this.resets;
+    return kind.releaseAll!(keys, tokens, (answers) => {
+      if (answers.includes(false) && this.resets !== resetsBefore) {
+        // As for one key (`release`): "not there" may be our own delete, re-sent.
+        throw new RedisUnavailableError(
+          messages.releaseUnknown(keys.map((k) => k.lock).join(', ')),
+        );
+      }
+      return answers;
+    });
   }
 
   fairAcquire(...args: Parameters<FairLeases['acquire']>): Promise<FairAcquireReply> {

@@ -269,6 +269,13 @@ export class HeldLock implements LockHandle, Linked<HeldLock> {
     return this.released;
   }
 
+  /** Releases the locks of a multi-key set (one engine's), in one command where the store can. */
+  static releaseAll(locks: readonly HeldLock[]): Promise<boolean[]> {
+    const [first] = locks;
+    if (!first) return Promise.resolve([]);
+    return first.operations.releaseTogether(() => Promise.all(locks.map((lock) => lock.release())));
+  }
+
   [Symbol.asyncDispose](): Promise<void> {
     return this.release().then(
       () => undefined,

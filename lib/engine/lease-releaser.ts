@@ -12,7 +12,18 @@ import type { Bounded } from '../util/command-deadlines';
  * next in line. A release Redis refused unrun (a slot in migration) is sent again until it is
  * answered or the lock's deadline passes — after that its key has expired by itself.
  */
+/** A release held back by `together` until the set it belongs to is sent as one command. */
+interface HeldBackRelease {
+  readonly lock: HeldLock;
+  settle(deleted: boolean): unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
 export class LeaseReleaser {
+  /** Set while `together` runs: the plain releases it starts, to be sent as one. */
+  private heldBack?: HeldBackRelease[];
+
   constructor(
     private readonly backend: LockBackend,
     /** Set in fair mode. */
@@ -20,6 +31,22 @@ export class LeaseReleaser {
     private readonly notifier: ReleaseNotifier,
     private readonly bounded: Bounded,
   ) {}
+
+  /**
+   * Runs `release`, which releases a multi-key set: the plain compare-and-delete releases it
+   * starts (not fair mode's hand-offs) go to the store as one command where it has one
+   * (`releaseAll`), so a set costs one round trip and one script, as it cost one to take.
+   */
+  together<T>(release: () => T): T {
+    if (!this.backend.releaseAll || this.heldBack) return release();
+    const heldBack: HeldBackRelease[] = (this.heldBack = []);
+    try {
+      return release();
+    } finally {
+      this.heldBack = undefined;
+      this.sendTogether(heldBack);
+    }
+  }
 
   /** Releases `lock`, resolving what `settle` makes of whether it was still ours. */
   release<R>(lock: HeldLock, settle: (deleted: boolean) => R): Promise<R> {
@@ -34,11 +61,65 @@ export class LeaseReleaser {
     // A reader's share: the release wakes the writers by its message when the last reader leaves
     // (none is due before: no local hand-off).
     if (!traits.releaseFreesPlace) return this.send(lock, free, settle);
+    if (this.heldBack) {
+      const { heldBack } = this;
+      return new Promise<R>((resolve, reject) => {
+        heldBack.push({ lock, settle, resolve, reject });
+      });
+    }
     // A waiter in this process is woken when Redis answers, unless the release message was first.
     notifier.releaseSent(lock.token);
-    return this.send(lock, free, settle, (deleted) =>
-      notifier.releaseAnswered(lock.redisKeys.channel, lock.token, deleted),
+    const { channel } = lock.redisKeys;
+    return this.send(
+      lock,
+      free,
+      (deleted) => {
+        notifier.releaseAnswered(channel, lock.token, deleted);
+        return settle(deleted);
+      },
+      () => notifier.releaseAnswered(channel, lock.token, false),
     );
+  }
+
+  /** Sends the releases `together` held back: one command for all, or the one alone. */
+  private sendTogether(heldBack: readonly HeldBackRelease[]): void {
+    const [first] = heldBack;
+    const releaseAll = this.backend.releaseAll;
+    if (!first || !releaseAll) return;
+    if (heldBack.length === 1) {
+      this.release(first.lock, first.settle).then(first.resolve, first.reject);
+      return;
+    }
+    const { notifier } = this;
+    const locks = heldBack.map((one) => one.lock);
+    for (const lock of locks) notifier.releaseSent(lock.token);
+    const answered = (answers?: readonly boolean[]): void =>
+      locks.forEach((lock, i) =>
+        notifier.releaseAnswered(lock.redisKeys.channel, lock.token, answers?.[i] ?? false),
+      );
+    const keys = locks.map((lock) => lock.redisKeys);
+    const tokens = locks.map((lock) => lock.token);
+    const target = {
+      key: locks.map((lock) => lock.key).join(', '),
+      validUntil: Math.min(...locks.map((lock) => lock.validUntil)),
+    };
+    this.send(
+      target,
+      () => releaseAll.call(this.backend, keys, tokens),
+      (answers) => {
+        answered(answers);
+        heldBack.forEach((one, i) => {
+          try {
+            one.resolve(one.settle(answers[i] ?? false));
+          } catch (error) {
+            one.reject(error);
+          }
+        });
+      },
+      () => answered(),
+    ).catch((error: unknown) => {
+      for (const one of heldBack) one.reject(error);
+    });
   }
 
   /**
@@ -46,36 +127,25 @@ export class LeaseReleaser {
    * migration answers TRYAGAIN to a script whose keys are split between the two nodes until the
    * move completes — and until the lock's deadline would pass (its key has expired by then). A
    * failure after which the command may have run (a timeout, a lost connection), or any other, is
-   * thrown at once: sending it again could run it twice. `answered` hears the outcome (false for
-   * a failure), and `settle` maps it, in the same step: one layer on a path every release takes.
+   * thrown at once: sending it again could run it twice. `settle` maps the answer in the step it
+   * comes in (one layer on a path every release takes); `failed` hears of a failure first.
    */
-  private send<R>(
-    lock: HeldLock,
-    free: () => Promise<boolean>,
-    settle: (deleted: boolean) => R,
-    answered?: (deleted: boolean) => void,
+  private send<A, R>(
+    target: { readonly key: string; readonly validUntil: number },
+    free: () => Promise<A>,
+    settle: (answer: A) => R,
+    failed?: () => void,
   ): Promise<R> {
-    const subject = (): string => `lock "${lock.key}"`;
+    const subject = (): string => `lock "${target.key}"`;
     const from = (failures: number): Promise<R> =>
-      this.bounded(
-        free(),
-        'release',
-        subject,
-        (deleted) => {
-          answered?.(deleted);
-          return settle(deleted);
-        },
-        (error: unknown) => {
-          const pause = retryPause(failures);
-          if (!refusedUnrun(error) || monotonicNow() + pause >= lock.validUntil) {
-            answered?.(false);
-            throw error;
-          }
-          return new Promise((resolve) => setTimeout(resolve, pause)).then(() =>
-            from(failures + 1),
-          );
-        },
-      );
+      this.bounded(free(), 'release', subject, settle, (error: unknown) => {
+        const pause = retryPause(failures);
+        if (!refusedUnrun(error) || monotonicNow() + pause >= target.validUntil) {
+          failed?.();
+          throw error;
+        }
+        return new Promise((resolve) => setTimeout(resolve, pause)).then(() => from(failures + 1));
+      });
     return from(0);
   }
 }

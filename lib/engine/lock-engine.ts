@@ -189,6 +189,10 @@ export class LockEngine implements LockOperations<HeldLock> {
     return this.releaser.release(lock, settle);
   }
 
+  releaseTogether<T>(release: () => T): T {
+    return this.releaser.together(release);
+  }
+
   untrack(lock: HeldLock): void {
     if (this.watchdog.remove(lock)) this.lifecycle.held(-1);
     if (this.watchdog.size === 0) this.whenIdle?.();

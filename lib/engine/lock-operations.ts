@@ -15,6 +15,11 @@ export interface LockOperations<Lock> {
    * step the release is answered in, no layer of its own).
    */
   releaseLease<R>(lock: Lock, settle: (deleted: boolean) => R): Promise<R>;
+  /**
+   * Runs `release`, which releases the locks of a multi-key set: their releases go to the store as
+   * one command where it can send one.
+   */
+  releaseTogether<T>(release: () => T): T;
   /** Stops renewing and forgets the lock (released or lost). */
   untrack(lock: Lock): void;
   /** Safety margin (ms) subtracted from a lease on the local clock (clock drift, latency). */

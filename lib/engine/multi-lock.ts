@@ -1,6 +1,6 @@
 import { RedisLockError, type LockLostError } from '../errors/errors';
 import { messages } from '../errors/messages';
-import type { HeldLock } from './held-lock';
+import { HeldLock } from './held-lock';
 import type { LockHandle } from './lock-handle';
 import type { MultiLockHandle } from './multi-lock-handle';
 
@@ -111,7 +111,7 @@ export class MultiLock implements MultiLockHandle {
 
   /** Releases every key; true when all were still ours until now. Idempotent. */
   release(): Promise<boolean> {
-    this.released ??= Promise.all(this.parts.map((part) => part.release())).then(
+    this.released ??= HeldLock.releaseAll(this.parts).then(
       (answers) => answers.every(Boolean) && !this.lostError,
     );
     return this.released;
@@ -130,6 +130,6 @@ export class MultiLock implements MultiLockHandle {
     this.lostError = error;
     this.controller?.abort(error);
     // Not awaited: the signal says it all; each release is bounded and reports its own outcome.
-    for (const part of this.parts) if (part.isHeld) void part.release().catch(() => false);
+    void HeldLock.releaseAll(this.parts.filter((part) => part.isHeld)).catch(() => false);
   }
 }

@@ -31,6 +31,15 @@ export interface KindLeases {
    */
   release<T>(keys: LockRedisKeys, token: string, then: (deleted: boolean) => T): Promise<T>;
   /**
+   * `release` of several leases of this kind in one command (a multi-key set, one Redis or one
+   * slot): one answer per lease, in order, passed through `then`. Absent: one release each.
+   */
+  releaseAll?<T>(
+    keys: readonly LockRedisKeys[],
+    tokens: readonly string[],
+    then: (deleted: boolean[]) => T,
+  ): Promise<T>;
+  /**
    * The watchdog's renewal of a batch of this kind's leases, in as few commands as the kind and
    * topology allow: one answer per lease, in order — undefined where it could not be told.
    */
@@ -150,6 +159,8 @@ export function twinLeases(
     acquire: (keys, token, ttl, how) => command(() => twin.acquire(keys, token, ttl, how)),
     extend: (keys, token, ms) => command(() => twin.extend(keys, token, ms)),
     release: (keys, token, then) => command(() => then(twin.release(keys, token))),
+    releaseAll: (keys, tokens, then) =>
+      command(() => then(keys.map((k, i) => twin.release(k, tokens[i]!)))),
     renew: (leases) =>
       command(() => leases.map((l) => twin.extend(l.redisKeys, l.token, Math.ceil(l.lease)))),
     fair: fair && {

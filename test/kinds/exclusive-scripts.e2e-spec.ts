@@ -11,6 +11,7 @@ import { acquireAllScript } from '../../lib/lua/acquire-all.script';
 import { extendScript } from '../../lib/kinds/exclusive/extend.script';
 import { fairAcquireScript } from '../../lib/kinds/exclusive/fair-acquire.script';
 import { fairReleaseScript } from '../../lib/kinds/exclusive/fair-release.script';
+import { releaseAllScript } from '../../lib/kinds/exclusive/release-all.script';
 import { releaseScript } from '../../lib/kinds/exclusive/release.script';
 import { renewManyScript } from '../../lib/kinds/exclusive/renew-many.script';
 import { readAcquireScript } from '../../lib/kinds/read/read-acquire.script';
@@ -538,5 +539,52 @@ describe('acquireAllScript (several exclusive locks at once)', () => {
     expect(await redis.client.get(b.lock)).toBe(`*${holder}`);
     await redis.client.del(b.lock);
     expect((await acquireAll([token(), token()]))[0]).toBe(1);
+  });
+});
+
+describe('releaseAllScript (a multi-key set, in one step)', () => {
+  const trio = () => ['set:a', 'set:b', 'set:c'].map((name) => lockRedisKeys(prefix, name));
+  const take = (k: LockRedisKeys, own: string) =>
+    acquireScript.run(redis.client, [k.lock, k.fence], [own, LEASE, LEASE + RETENTION]);
+  const releaseAll = (locks: readonly LockRedisKeys[], tokens: readonly string[]) =>
+    releaseAllScript.run(
+      redis.client,
+      locks.map((k) => k.lock),
+      ['PUBLISH', ...tokens],
+    );
+
+  it('deletes every key still ours with one GET each and one DEL for all, publishing nothing', async () => {
+    const [a, b] = trio();
+    const tokens = [token(), token()];
+    await take(a!, tokens[0]!);
+    await take(b!, tokens[1]!);
+    const ran = await commandsRunBy(redis.client, async () => {
+      expect(await releaseAll([a!, b!], tokens)).toEqual([1, 1]);
+    });
+    expect(ran).toEqual({ get: 2, del: 1 });
+    expect(await redis.client.exists(a!.lock, b!.lock)).toBe(0);
+  });
+
+  it("publishes on a marked key's own channel only, and answers 0 for a key not ours: it stays", async () => {
+    const [a, b, c] = trio();
+    await redis.listen(b!.channel);
+    const tokens = [token(), token(), token()];
+    await take(a!, tokens[0]!);
+    await take(b!, tokens[1]!);
+    await take(b!, token('instance-b')); // refused: marks b
+    const foreign = token('instance-c');
+    await take(c!, foreign); // c is someone else's
+    expect(await releaseAll([a!, b!, c!], tokens)).toEqual([1, 1, 0]);
+    expect(await redis.client.exists(a!.lock, b!.lock)).toBe(0);
+    expect(await redis.client.get(c!.lock)).toBe(foreign);
+    expect(await redis.published(b!.channel)).toEqual([tokens[1]]);
+  });
+
+  it('answers 0, not WRONGTYPE, for a key readers took after our lease ended', async () => {
+    const [a] = trio();
+    const own = token();
+    await redis.client.zadd(a!.lock, Date.now() + LEASE, 'reader');
+    expect(await releaseAll([a!], [own])).toEqual([0]);
+    expect(await redis.client.zcard(a!.lock)).toBe(1);
   });
 });

@@ -196,6 +196,40 @@ describe('acquire([...]) on one Redis', () => {
     ]);
   });
 
+  it('releases the whole set in one command, each key answered (control: one key per command)', async () => {
+    // Scripts this test's connections send with the set's keys, as MONITOR sees them.
+    const scriptsNaming = async (name: string, run: () => Promise<unknown>): Promise<number> => {
+      const monitor = await redis.monitor();
+      let scripts = 0;
+      let fenced = false;
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source === 'lua' || !args.some((arg) => arg.includes(`{${name}:`))) return;
+        if (args[0]?.toLowerCase() === 'exists') fenced = true;
+        else if (!fenced && /^eval/i.test(args[0] ?? '')) scripts++;
+      });
+      try {
+        await run();
+        // Everything the run sent came before this command, on the monitor's stream too.
+        await redis.exists(keyOf(`${name}:a`));
+        await waitFor(() => fenced, 2_000);
+        return scripts;
+      } finally {
+        monitor.disconnect();
+      }
+    };
+    // Warm: a script the server has not cached yet is sent twice (EVALSHA, then EVAL).
+    await (await locks.acquire(['m16:warm', 'm16:warm2'])).release();
+    await (await locks.acquire('m17:warm')).release();
+    const set = await locks.acquire(['m16:a', 'm16:b', 'm16:c']);
+    expect(await scriptsNaming('m16', () => set.release())).toBe(1);
+    expect(await redis.exists(keyOf('m16:a'), keyOf('m16:b'), keyOf('m16:c'))).toBe(0);
+    // The control: three locks of one key each, released together, send one script each.
+    const singles = await Promise.all(['m17:a', 'm17:b', 'm17:c'].map((key) => locks.acquire(key)));
+    expect(
+      await scriptsNaming('m17', () => Promise.all(singles.map((lock) => lock.release()))),
+    ).toBe(3);
+  });
+
   it('writes nothing without a TTL', async () => {
     const lock = await locks.acquire(['m10:a', 'm10:b']);
     const names = await redis.keys(`${prefix}{m10:*`);

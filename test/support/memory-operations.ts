@@ -24,6 +24,7 @@ export function fakeOperations(
   return {
     extendLease: (lock, ms) => commands.extend(lock, ms),
     releaseLease: (lock, settle) => commands.release(lock).then(settle),
+    releaseTogether: (release) => release(),
     untrack: (lock) => watchdog.remove(lock),
     drift: () => drift,
     reportLost: (_lock, error) => void lost.push(error),

@@ -6,6 +6,7 @@ import type { KindLeases, RedisKindContext } from '../kind-leases';
 import { acquireScript } from './acquire.script';
 import { extendScript } from './extend.script';
 import { RedisFairQueue } from './redis-fair';
+import { releaseAllScript } from './release-all.script';
 import { releaseScript } from './release.script';
 import { renewInBatches } from './renew-batches';
 
@@ -61,6 +62,18 @@ export class RedisExclusiveLeases implements KindLeases {
   release<T>(keys: LockRedisKeys, token: string, then: (deleted: boolean) => T): Promise<T> {
     const { client, publish } = this.context;
     return releaseScript.run(client, [keys.lock], [token, publish()], (reply) => then(reply === 1));
+  }
+
+  releaseAll<T>(
+    keys: readonly LockRedisKeys[],
+    tokens: readonly string[],
+    then: (deleted: boolean[]) => T,
+  ): Promise<T> {
+    const { client, publish } = this.context;
+    const names = keys.map((k) => k.lock);
+    return releaseAllScript.run(client, names, [publish(), ...tokens], (replies) =>
+      then(replies.map((reply) => reply === 1)),
+    );
   }
 
   renew(leases: readonly RenewableLease[]): Promise<(boolean | undefined)[]> {
