@@ -8,8 +8,12 @@ import type { StoreCapabilities } from './store-capabilities';
 
 /** What one fair-mode try found. */
 export type FairAcquireReply =
-  /** Granted now, with the full ttl counted from when the try ran. */
-  | { granted: number }
+  /**
+   * Granted now, with the full ttl counted from when the try ran. `plain`: granted as default
+   * mode grants (no queue, nothing marked, no holder record), which a store may release by a
+   * cheaper path while it stays so (see `fairRelease`).
+   */
+  | { granted: number; plain?: true }
   /** Already `token`'s (a release handed it over): its fence, and the lease left (ms). */
   | { ours: number; pttl: number }
   /** Busy: ms until another try is worth it, and the fence counter as it stood. */
@@ -152,9 +156,9 @@ export interface FairLockBackend extends LockBackend {
   /**
    * Fair mode: leaves the queue, and if `token` holds the lock, hands it to the first live waiter
    * (or frees it); for a semaphore, hands every free permit to the first live waiters. Resolves
-   * whether `token` held it.
+   * whether `token` held it. `plain`: the lease was granted plain (`FairAcquireReply`).
    */
-  fairRelease(keys: LockRedisKeys, token: string): Promise<boolean>;
+  fairRelease(keys: LockRedisKeys, token: string, plain?: boolean): Promise<boolean>;
 }
 
 /** Whether `backend` serves fair mode: it says so, and has the fair-mode commands. */

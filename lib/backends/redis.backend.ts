@@ -186,8 +186,8 @@ export class RedisBackend implements FairLockBackend {
     return this.fairOf(args[0]).acquire(...args);
   }
 
-  fairRelease(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.fairOf(keys).release(keys, token);
+  fairRelease(keys: LockRedisKeys, token: string, plain?: boolean): Promise<boolean> {
+    return this.fairOf(keys).release(keys, token, plain);
   }
 
   /** The fair mode of the kind of `keys`; the engine never queues a kind without one (readers). */

@@ -94,7 +94,9 @@ export class FairAcquirer implements Acquirer {
       let lock: HeldLock;
       try {
         if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
-        lock = context.track(this.lockOf(request, keys, call, reply.granted, sentAt), request);
+        lock = this.lockOf(request, keys, call, reply.granted, sentAt);
+        lock.grantedPlain = reply.plain === true;
+        context.track(lock, request);
       } catch (error) {
         this.leaveQueue(keys, call); // frees it: the call leaves
         return report.failed(error);
@@ -221,7 +223,9 @@ export class FairAcquirer implements Acquirer {
     }
     if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
     if ('granted' in reply) {
-      return context.track(this.lockOf(request, keys, call, reply.granted, sentAt), request);
+      const lock = this.lockOf(request, keys, call, reply.granted, sentAt);
+      lock.grantedPlain = reply.plain === true;
+      return context.track(lock, request);
     }
     return this.taken(request, keys, call, reply, sentAt);
   }

@@ -58,6 +58,8 @@ export class HeldLock implements LockHandle, Linked<HeldLock> {
    */
   leaseChange?: Promise<unknown>;
   renews = true; // false for `renew: false`: the watchdog only watches the deadline
+  /** Fair mode: granted as default mode grants (no queue then), so its release may be cheaper. */
+  grantedPlain = false;
   /** Not handed to anyone yet (`extendUnseen`): a loss is not reported. */
   unseen = false;
   /** Told of the loss (once, as the signal aborts): the multi-key set this lock is part of. */

@@ -55,7 +55,8 @@ export class LeaseReleaser {
     if (fairBackend && traits.queuesWhenFair) {
       // The release script hands the lock (or the permit) to the next in line itself: no local
       // hand-off.
-      return this.send(lock, () => fairBackend.fairRelease(lock.redisKeys, lock.token), settle);
+      const { redisKeys, token, grantedPlain } = lock;
+      return this.send(lock, () => fairBackend.fairRelease(redisKeys, token, grantedPlain), settle);
     }
     const free = () => this.backend.release(lock.redisKeys, lock.token);
     // A reader's share: the release wakes the writers by its message when the last reader leaves

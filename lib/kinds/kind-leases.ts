@@ -57,7 +57,8 @@ export interface FairLeases {
     queue: boolean,
     waiterTtl: number,
   ): Promise<FairAcquireReply>;
-  release(keys: LockRedisKeys, token: string): Promise<boolean>;
+  /** `plain`: the lease was granted plain (`FairAcquireReply`); a kind may release it cheaper. */
+  release(keys: LockRedisKeys, token: string, plain?: boolean): Promise<boolean>;
 }
 
 /** Every kind of lease a store serves, by `LeaseKind.type`: the one lookup a store makes. */

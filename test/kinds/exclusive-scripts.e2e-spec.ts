@@ -10,6 +10,10 @@ import { acquireScript } from '../../lib/kinds/exclusive/acquire.script';
 import { acquireAllScript } from '../../lib/lua/acquire-all.script';
 import { extendScript } from '../../lib/kinds/exclusive/extend.script';
 import { fairAcquireScript } from '../../lib/kinds/exclusive/fair-acquire.script';
+import {
+  fairQuickAcquireScript,
+  fairQuickReleaseScript,
+} from '../../lib/kinds/exclusive/fair-quick.script';
 import { fairReleaseScript } from '../../lib/kinds/exclusive/fair-release.script';
 import { releaseAllScript } from '../../lib/kinds/exclusive/release-all.script';
 import { releaseScript } from '../../lib/kinds/exclusive/release.script';
@@ -586,5 +590,72 @@ describe('releaseAllScript (a multi-key set, in one step)', () => {
     await redis.client.zadd(a!.lock, Date.now() + LEASE, 'reader');
     expect(await releaseAll([a!], [own])).toEqual([0]);
     expect(await redis.client.zcard(a!.lock)).toBe(1);
+  });
+});
+
+describe("fair mode's uncontended path (fairQuickAcquireScript, fairQuickReleaseScript)", () => {
+  const quickAcquire = (own: string) =>
+    fairQuickAcquireScript.run(
+      redis.client,
+      [keys.lock, keys.fence, keys.queue],
+      [own, LEASE, LEASE + RETENTION],
+    );
+  const quickRelease = (own: string) =>
+    fairQuickReleaseScript.run(redis.client, [keys.lock], [own]);
+
+  it("grants a free lock nobody queues for with default mode's commands and keys: unmarked, no record", async () => {
+    const warm = token();
+    await quickAcquire(warm); // the counter exists: the steady state of a key used before
+    await quickRelease(warm);
+    const own = token();
+    expect(await quickAcquire(own)).toBeGreaterThan(0);
+    expect(await redis.client.get(keys.lock)).toBe(own);
+    await quickRelease(own);
+    const ran = await commandsRunBy(redis.client, async () => {
+      const next = token();
+      expect(await quickAcquire(next)).toBeGreaterThan(0);
+      expect(await quickRelease(next)).toBe(1);
+    });
+    expect(ran).toEqual({ exists: 1, set: 1, incr: 1, pexpire: 1, get: 1, del: 1 });
+    expect(await redis.client.exists(keys.lock, keys.holder)).toBe(0);
+    expect(await redis.published(keys.channel)).toEqual([]);
+  });
+
+  it('answers 0 and writes nothing while a queue exists or the lock is held: the full try decides', async () => {
+    const holder = token();
+    await fairAcquire(holder, '1');
+    const waiter = token('instance-b');
+    expect(await quickAcquire(waiter)).toBe(0);
+    expect(await redis.client.get(keys.lock)).toBe(holder); // not marked: the full try marks it
+    await fairAcquire(waiter, '1'); // queued (and the lease marked)
+    expect(await fairRelease(holder)).toBe(1); // handed to the waiter
+    expect(await fairRelease(waiter)).toBe(1);
+    await fairAcquire(token('instance-c'), '1'); // a new holder, and a queue behind it:
+    await fairAcquire(token('instance-d'), '1');
+    await redis.client.del(keys.lock); // the lock is free, but reserved for the head of the queue
+    expect(await quickAcquire(token())).toBe(0);
+    expect(await redis.client.exists(keys.lock)).toBe(0);
+  });
+
+  it('leaves a lease a refused try marked to the full release, which hands it over (control: unmarked)', async () => {
+    const own = token();
+    expect(await quickAcquire(own)).toBeGreaterThan(0);
+    const waiter = token('instance-b');
+    await fairAcquire(waiter, '1'); // refused: marks our lease and queues
+    expect(await quickRelease(own)).toBe(0);
+    expect(await redis.client.get(keys.lock)).toBe(`*${own}`);
+    expect(await fairRelease(own)).toBe(1);
+    expect(await redis.client.get(keys.lock)).toBe(`*${waiter}`);
+  });
+
+  it("answers 0, not WRONGTYPE, under readers, and for another's lease", async () => {
+    const own = token();
+    expect(await quickAcquire(own)).toBeGreaterThan(0);
+    expect(await quickRelease(token('instance-b'))).toBe(0);
+    expect(await redis.client.get(keys.lock)).toBe(own);
+    await redis.client.del(keys.lock);
+    expect(await readAcquire(token(), LEASE)).toBeGreaterThan(0);
+    expect(await quickRelease(own)).toBe(0);
+    expect(await redis.client.zcard(keys.lock)).toBe(1);
   });
 });

@@ -2,6 +2,7 @@ import { messages } from '../../errors/messages';
 import { RedisUnavailableError } from '../../errors/errors';
 import type { LockRedisKeys } from '../../keys/lock-keys';
 import { fairAcquireScript } from './fair-acquire.script';
+import { fairQuickAcquireScript, fairQuickReleaseScript } from './fair-quick.script';
 import { fairReleaseScript } from './fair-release.script';
 import type { FairAcquireReply } from '../../backends/lock-backend';
 import type { FairLeases, RedisKindContext } from '../kind-leases';
@@ -22,6 +23,24 @@ export class RedisFairQueue implements FairLeases {
     queue: boolean,
     waiterTtl: number,
   ): Promise<FairAcquireReply> {
+    const full = (): Promise<FairAcquireReply> =>
+      this.fullAcquire(keys, token, ttl, queue, waiterTtl);
+    // A try that would not queue yet (a call's first) takes a free lock nobody queues for with
+    // default mode's few keys and arguments; anything else goes to the full script.
+    if (queue) return full();
+    const lifetime = Math.ceil(ttl + this.context.fenceRetention);
+    return fairQuickAcquireScript
+      .run(this.context.client, [keys.lock, keys.fence, keys.queue], [token, ttl, lifetime])
+      .then((fence) => (fence > 0 ? { granted: fence, plain: true } : full()));
+  }
+
+  private fullAcquire(
+    keys: LockRedisKeys,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    waiterTtl: number,
+  ): Promise<FairAcquireReply> {
     const { client, fenceRetention, instanceId } = this.context;
     return fairAcquireScript
       .run(
@@ -36,21 +55,28 @@ export class RedisFairQueue implements FairLeases {
       });
   }
 
-  release(keys: LockRedisKeys, token: string): Promise<boolean> {
+  release(keys: LockRedisKeys, token: string, plain?: boolean): Promise<boolean> {
     const { client, fenceRetention, resets } = this.context;
     const resetsBefore = resets();
-    return fairReleaseScript
-      .run(
-        client,
-        [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
-        [token, this.context.publish(), fenceRetention, this.context.channel(keys.channel)],
-      )
-      .then((reply) => {
-        // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
-        if (reply !== 1 && resets() !== resetsBefore) {
-          throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
-        }
-        return reply === 1;
-      });
+    const full = (): Promise<boolean> =>
+      fairReleaseScript
+        .run(
+          client,
+          [keys.lock, keys.fence, keys.queue, keys.waiters, keys.holder, keys.waiterIds],
+          [token, this.context.publish(), fenceRetention, this.context.channel(keys.channel)],
+        )
+        .then((reply) => {
+          // As in release(): after a reset, "not ours" may be our own first run's answer, lost.
+          if (reply !== 1 && resets() !== resetsBefore) {
+            throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
+          }
+          return reply === 1;
+        });
+    // A plain grant still unmarked is deleted with default mode's one key; marked (someone
+    // queued or waited meanwhile), the full script hands it over.
+    if (!plain) return full();
+    return fairQuickReleaseScript
+      .run(client, [keys.lock], [token])
+      .then((deleted) => deleted === 1 || full());
   }
 }
