@@ -169,8 +169,11 @@ export class FairAcquirer implements Acquirer {
   }
 
   private tries(request: AcquireRequest, keys: LockRedisKeys, call: FairCall): CallTries {
+    // `writerPriority: false`: a writer that holds nobody back, so it never joins the queue (which
+    // holds back new readers and every later writer); it waits for the lock free with no queue.
+    const queues = request.writerPriority !== false;
     return {
-      attempt: (queue) => this.attempt(request, keys, call, queue),
+      attempt: (queue) => this.attempt(request, keys, call, queue && queues),
       token: call.token,
       // A queued waiter refreshes its entry before it lapses.
       maxSleep: Math.min(this.waiterTtl, request.ttl) / 3,

@@ -371,10 +371,6 @@ export const readWriteMessages = {
   priorityOnRead: () =>
     "Lock option `writerPriority` applies to writers (mode 'write'): it says whether a writer " +
     'waiting for readers holds back new readers. Leave it out of read locks.',
-  priorityOffInFairMode: () =>
-    'Lock option `writerPriority: false` does not go with `fair: true`: in fair mode writers ' +
-    'queue first come, first served, and new readers always wait behind a queued writer. Leave ' +
-    '`writerPriority` out, or turn `fair` off.',
   redlock: () =>
     "Read locks (mode 'read') are not available with `redlock`: a reader's share would need its " +
     'own quorum, which Redlock mode does not keep. Use one Redis (or a Cluster) for read-write ' +

@@ -52,7 +52,7 @@ export interface AcquireOptions {
   mode?: ReadWriteMode;
   /**
    * A writer (mode `'write'`) that waits for readers holds back new readers meanwhile. Only for
-   * writers; on in fair mode.
+   * writers. In fair mode, `false` keeps the writer out of the queue: it holds nobody back.
    * @default the module's `writerPriority` (true)
    */
   writerPriority?: boolean;
@@ -130,7 +130,7 @@ export interface LockedOptions {
   mode?: ReadWriteMode;
   /**
    * A writer (mode `'write'`) that waits for readers holds back new readers meanwhile. Only for
-   * writers; on in fair mode.
+   * writers. In fair mode, `false` keeps the writer out of the queue: it holds nobody back.
    * @default the module's `writerPriority` (true)
    */
   writerPriority?: boolean;

@@ -1,7 +1,7 @@
 import { LockUpgradeError, RedisLockConfigError } from '../errors/errors';
 import { readWriteRequest } from './read-write-options';
 
-const plain = { writerPriority: true, fair: false };
+const plain = { writerPriority: true };
 
 describe('readWriteRequest', () => {
   it('asks for the key alone by default, and a share for reads', () => {
@@ -20,7 +20,6 @@ describe('readWriteRequest', () => {
     [{ mode: 'shared' }, plain, /`mode` is "shared"; expected 'read' or 'write'/],
     [{ writerPriority: 1 }, plain, /`writerPriority` is 1; expected a boolean/],
     [{ mode: 'read', writerPriority: true }, plain, /applies to writers/],
-    [{ writerPriority: false }, { ...plain, fair: true }, /does not go with `fair: true`/],
   ])('refuses %j with %j', (options, module, message) => {
     const call = () => readWriteRequest(options as never, module);
     expect(call).toThrow(RedisLockConfigError);

@@ -32,20 +32,16 @@ export function assertReadWriteOptions(options: ReadWriteCallOptions): void {
 
 /**
  * What a lock call asks for: the kind of lease, and (writers) whether waiting holds back new
- * readers. Refuses writer priority off in fair mode; whether the store serves read locks at all
- * is its capabilities' question (`assertServesKind`).
+ * readers (in fair mode: whether it queues). Whether the store serves read locks at all is its
+ * capabilities' question (`assertServesKind`).
  */
 export function readWriteRequest(
   options: ReadWriteCallOptions,
-  module: { readonly writerPriority: boolean; readonly fair: boolean },
+  module: { readonly writerPriority: boolean },
 ): { kind: LeaseKind; writerPriority: boolean } {
   assertReadWriteOptions(options);
   if (options.mode === 'read') {
     return { kind: READ, writerPriority: module.writerPriority };
   }
-  const writerPriority = options.writerPriority ?? module.writerPriority;
-  if (!writerPriority && module.fair) {
-    throw new RedisLockConfigError(readWriteMessages.priorityOffInFairMode());
-  }
-  return { kind: EXCLUSIVE, writerPriority };
+  return { kind: EXCLUSIVE, writerPriority: options.writerPriority ?? module.writerPriority };
 }

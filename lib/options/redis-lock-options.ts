@@ -90,16 +90,18 @@ export interface RedisLockModuleOptions {
    * `min(ttl, waiterTtl) / 3`; a waiter that dies while queued can hold up the queue for at most
    * `waiterTtl` (`max(1000, 2 × commandTimeout)` ms). One Redis or a Cluster; not with `redlock`
    * or `replicaAck`. Use it for every service that locks the same keys. Off by default: in fair
-   * mode multi-key locks take their keys one by one, and `writerPriority: false` is refused
-   * (docs/guarantees.md#fair-mode has the measurements).
+   * mode multi-key locks take their keys one by one (docs/guarantees.md#fair-mode has the
+   * measurements).
    * @default false
    */
   fair?: boolean;
   /**
    * Read-write locks: a writer waiting for readers to leave holds back new readers meanwhile, so a
    * steady stream of readers cannot starve it. A writer that dies while waiting holds them back
-   * for at most `max(1000, 2 × commandTimeout)` ms. Override it per write call. Must stay on in
-   * fair mode (queued writers always go before new readers there). docs/read-write.md.
+   * for at most `max(1000, 2 × commandTimeout)` ms. Override it per write call. In fair mode a
+   * writer queues (and the queue holds new readers back); with `false` it takes no place in the
+   * queue: it holds back neither readers nor writers, and gets in when the lock is free and
+   * nobody queues. docs/read-write.md.
    * @default true
    */
   writerPriority?: boolean;

@@ -6,7 +6,7 @@ import {
   redlockDrift,
   shortestLease,
 } from '../util/clock';
-import { messages, readWriteMessages } from '../errors/messages';
+import { messages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/errors';
 import { assertRedisUrl } from '../redis/redis-client';
 import { assertKnownOptions } from './known-options';
@@ -169,15 +169,12 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
   }
 }
 
-/** Read-write locks' module default: a boolean, and on in fair mode. */
+/** Read-write locks' module default: a boolean. */
 function assertWriterPriority(resolved: ResolvedRedisLockOptions): void {
   if (typeof resolved.writerPriority !== 'boolean') {
     throw new RedisLockConfigError(
       messages.badOption('writerPriority', resolved.writerPriority, 'a boolean'),
     );
-  }
-  if (!resolved.writerPriority && resolved.fair) {
-    throw new RedisLockConfigError(readWriteMessages.priorityOffInFairMode());
   }
 }
 

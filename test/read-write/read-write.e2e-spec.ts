@@ -310,9 +310,6 @@ describe('options', () => {
     expect(() => services.create({ writerPriority: 'no' as unknown as boolean })).toThrow(
       RedisLockConfigError,
     );
-    expect(() => services.create({ fair: true, writerPriority: false })).toThrow(/fair/);
-    const fair = services.create({ fair: true });
-    await expect(fair.acquire('doc:40', { writerPriority: false })).rejects.toThrow(/fair/);
   });
 });
 
@@ -331,6 +328,40 @@ describe('fair mode', () => {
     expect(await pendingAfter(later, 100)).toBe(true);
     await w.release();
     await (await later).release();
+  });
+
+  it('lets new readers past a writer that waits with writerPriority: false: it takes no place in the queue', async () => {
+    const fair = services.create({ fair: true, ttl: 2_000 });
+    // The module's default this time (the next test gives it per call).
+    const fair2 = services.create({ fair: true, writerPriority: false, ttl: 2_000 });
+    const reader = await fair.acquire('doc:51', { mode: 'read' });
+    const writer = fair2.acquire('doc:51', { wait: 10_000 });
+    await sleep(150); // its first tries: refused by the reader
+    expect(await redis.exists(`${prefix}{doc:51}:queue`)).toBe(0);
+    const r2 = await fair.tryAcquire('doc:51', { mode: 'read' });
+    expect(r2).not.toBeNull();
+    await Promise.all([reader.release(), r2!.release()]);
+    await (await writer).release();
+  });
+
+  it('serves a writer with writerPriority: false after the queue: it holds back nobody (control: one that queues)', async () => {
+    const fair = services.create({ fair: true, ttl: 2_000 });
+    const fair2 = services.create({ fair: true, ttl: 2_000 });
+    const fair3 = services.create({ fair: true, ttl: 2_000 });
+    const order: string[] = [];
+    const holder = await fair.acquire('doc:52');
+    const yielding = fair2
+      .withLock('doc:52', () => void order.push('no priority'), {
+        wait: 10_000,
+        writerPriority: false,
+      })
+      .then(() => order.push('no priority done'));
+    await sleep(100); // refused once: waiting, not queued
+    const queued = fair3.withLock('doc:52', () => void order.push('queued'), { wait: 10_000 });
+    await waitFor(async () => (await redis.zcard(`${prefix}{doc:52}:queue`)) === 1);
+    await holder.release();
+    await Promise.all([yielding, queued]);
+    expect(order.slice(0, 2)).toEqual(['queued', 'no priority']);
   });
 });
 
