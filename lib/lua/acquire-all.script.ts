@@ -14,7 +14,8 @@ import { isLeaseLua, markWaitedLua } from './waited.lua';
  * (each lease keeps its own, so a release message names one lease; each carries its holder).
  * Each free key is taken at once (`SET NX PX`); only a key that is not free is looked at (who
  * holds it), and then the keys this run took are given back (`DEL`): uncontended, two keys cost
- * their two `SET`s and their fence counters, nothing more. A holder found in the way is marked as
+ * their two `SET`s and their fence counters, nothing more (new counters all start from one
+ * reading of Redis' clock). A holder found in the way is marked as
  * waited for (waited.lua), as a single key's refused try marks it.
  * Returns {1, fence₁, …, fenceₙ} when all are granted (or were already ours: a re-sent command
  * whose first reply was lost), else {0, i, ms}: the first busy lock (1-based), and how long its
@@ -30,8 +31,14 @@ export const acquireAllScript = new LuaScript<
   `
 local leaseMs, fenceRetentionMs = ARGV[1], ARGV[2]
 local count = #KEYS / 2
+-- Redis' clock, read once per run at most: several new fence counters start from one reading.
+local clock
+local function serverTime()
+  clock = clock or redis.call('TIME')
+  return clock
+end
 local function clockMs()
-  local t = redis.call('TIME')
+  local t = serverTime()
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 -- The keys this run took (given back if a later one is busy), and those ours already.
@@ -75,7 +82,7 @@ for i = 1, count do
     fences[i + 1] = tonumber(redis.call('GET', fenceKey))
   else
     if ours[i] then redis.call('SET', lockKey, token, 'PX', leaseMs) end
-${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)')}
+${nextFenceLua('fenceKey', 'tonumber(leaseMs) + tonumber(fenceRetentionMs)', 'serverTime()')}
     fences[i + 1] = fence
   end
 end

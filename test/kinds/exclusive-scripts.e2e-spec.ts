@@ -532,6 +532,15 @@ describe('acquireAllScript (several exclusive locks at once)', () => {
     expect(ran).toEqual({ set: 2, incr: 2, pexpire: 2 });
   });
 
+  it("starts two new fence counters from one reading of Redis' clock", async () => {
+    const ran = await commandsRunBy(redis.client, async () => {
+      const reply = await acquireAll([token(), token()]);
+      expect(reply[0]).toBe(1);
+      expect(reply[1]).toBe(reply[2]); // one reading, in µs: each key's first fence
+    });
+    expect(ran).toEqual({ set: 4, incr: 2, time: 1 });
+  });
+
   it('gives back what it took when a later key is busy, and marks that holder (control: both free)', async () => {
     const [a, b] = pair();
     const holder = token('instance-b');
