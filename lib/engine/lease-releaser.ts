@@ -6,6 +6,7 @@ import { refusedUnrun } from '../redis/reply-error';
 import { retryPause } from './backoff';
 import { monotonicNow } from '../util/clock';
 import type { Bounded } from '../util/command-deadlines';
+import { settled } from '../util/settled';
 
 /**
  * Releases held locks: compare-and-delete, or in fair mode a release that hands the lock to the
@@ -139,7 +140,8 @@ export class LeaseReleaser {
   ): Promise<R> {
     const subject = (): string => `lock "${target.key}"`;
     const from = (failures: number): Promise<R> =>
-      this.bounded(free(), 'release', subject, settle, (error: unknown) => {
+      // settled(): a store that throws instead of rejecting (closed) still settles the release.
+      this.bounded(settled(free), 'release', subject, settle, (error: unknown) => {
         const pause = retryPause(failures);
         if (!refusedUnrun(error) || monotonicNow() + pause >= target.validUntil) {
           failed?.();

@@ -1,0 +1,71 @@
+import type { LockBackend } from '../backends/lock-backend';
+import { lockRedisKeys } from '../keys/lock-keys';
+import type { Bounded } from '../util/command-deadlines';
+import type { HeldLock } from './held-lock';
+import { LeaseReleaser } from './lease-releaser';
+import type { ReleaseNotifier } from './release-notifier';
+
+/** A command bound that only maps: the releaser's own logic, no timers. */
+const bounded: Bounded = (command, _operation, _subject, onValue, onError) =>
+  command.then(onValue, onError);
+
+/** What the releaser reads of a held lock. */
+const lockOf = (key: string): HeldLock =>
+  ({
+    key,
+    token: `token-${key}`,
+    redisKeys: lockRedisKeys('spec:', key),
+    validUntil: Infinity,
+  }) as unknown as HeldLock;
+
+describe('LeaseReleaser', () => {
+  const heard: string[] = [];
+  const notifier = {
+    releaseSent: (token: string) => void heard.push(`sent ${token}`),
+    releaseAnswered: (_channel: string, token: string, deleted: boolean) =>
+      void heard.push(`answered ${token} ${deleted}`),
+  } as unknown as ReleaseNotifier;
+  const throwing = (): never => {
+    throw new Error('store closed');
+  };
+
+  beforeEach(() => (heard.length = 0));
+
+  it('sends the releases of a set as one command, each answered for its own lock', async () => {
+    const releaseAll = jest.fn(() => Promise.resolve([true, false]));
+    const backend = { releaseAll, release: throwing } as unknown as LockBackend;
+    const releaser = new LeaseReleaser(backend, undefined, notifier, bounded);
+    const [a, b] = [lockOf('a'), lockOf('b')];
+    const answers = releaser.together(() =>
+      Promise.all([a, b].map((lock) => releaser.release(lock, (deleted) => deleted))),
+    );
+    await expect(answers).resolves.toEqual([true, false]);
+    expect(releaseAll).toHaveBeenCalledTimes(1);
+    expect(heard).toEqual([
+      'sent token-a',
+      'sent token-b',
+      'answered token-a true',
+      'answered token-b false',
+    ]);
+  });
+
+  it('rejects every release of a set whose command throws at once, instead of leaving them pending', async () => {
+    const backend = { releaseAll: throwing, release: throwing } as unknown as LockBackend;
+    const releaser = new LeaseReleaser(backend, undefined, notifier, bounded);
+    const [a, b] = [lockOf('a'), lockOf('b')];
+    const releases = releaser.together(() =>
+      [a, b].map((lock) => releaser.release(lock, (deleted) => deleted)),
+    );
+    for (const release of releases) await expect(release).rejects.toThrow('store closed');
+    expect(heard).toContain('answered token-b false');
+  });
+
+  it('rejects a single release whose command throws at once (control: the plain path)', async () => {
+    const backend = { release: throwing } as unknown as LockBackend;
+    const releaser = new LeaseReleaser(backend, undefined, notifier, bounded);
+    let release: Promise<boolean> | undefined;
+    expect(() => (release = releaser.release(lockOf('a'), (deleted) => deleted))).not.toThrow();
+    await expect(release).rejects.toThrow('store closed');
+    expect(heard).toEqual(['sent token-a', 'answered token-a false']);
+  });
+});
