@@ -371,6 +371,10 @@ export const readWriteMessages = {
   priorityOnRead: () =>
     "Lock option `writerPriority` applies to writers (mode 'write'): it says whether a writer " +
     'waiting for readers holds back new readers. Leave it out of read locks.',
+  priorityOffInFairMode: () =>
+    'Module option `writerPriority: false` does not go with `fair: true`: module-wide it would ' +
+    "take every lock call out of fair mode's queue (a mutex is a writer too). Give " +
+    '`writerPriority: false` to the write calls that should hold nobody back, or turn `fair` off.',
   redlock: () =>
     "Read locks (mode 'read') are not available with `redlock`: a reader's share would need its " +
     'own quorum, which Redlock mode does not keep. Use one Redis (or a Cluster) for read-write ' +

@@ -98,10 +98,10 @@ export interface RedisLockModuleOptions {
   /**
    * Read-write locks: a writer waiting for readers to leave holds back new readers meanwhile, so a
    * steady stream of readers cannot starve it. A writer that dies while waiting holds them back
-   * for at most `max(1000, 2 × commandTimeout)` ms. Override it per write call. In fair mode a
-   * writer queues (and the queue holds new readers back); with `false` it takes no place in the
-   * queue: it holds back neither readers nor writers, and gets in when the lock is free and
-   * nobody queues. docs/read-write.md.
+   * for at most `max(1000, 2 × commandTimeout)` ms. Override it per write call. Must stay on in
+   * fair mode, where writers queue and the queue holds new readers back: off module-wide, it would
+   * keep every call out of the queue. A write call may turn it off for itself (it then takes no
+   * place in the queue). docs/read-write.md.
    * @default true
    */
   writerPriority?: boolean;

@@ -6,7 +6,7 @@ import {
   redlockDrift,
   shortestLease,
 } from '../util/clock';
-import { messages } from '../errors/messages';
+import { messages, readWriteMessages } from '../errors/messages';
 import { RedisLockConfigError } from '../errors/errors';
 import { assertRedisUrl } from '../redis/redis-client';
 import { assertKnownOptions } from './known-options';
@@ -169,12 +169,18 @@ function validateTopology(resolved: ResolvedRedisLockOptions): void {
   }
 }
 
-/** Read-write locks' module default: a boolean. */
+/**
+ * Read-write locks' module default: a boolean, and on in fair mode (off, it would keep every call
+ * out of the queue; a write call may still turn it off for itself).
+ */
 function assertWriterPriority(resolved: ResolvedRedisLockOptions): void {
   if (typeof resolved.writerPriority !== 'boolean') {
     throw new RedisLockConfigError(
       messages.badOption('writerPriority', resolved.writerPriority, 'a boolean'),
     );
+  }
+  if (!resolved.writerPriority && resolved.fair) {
+    throw new RedisLockConfigError(readWriteMessages.priorityOffInFairMode());
   }
 }
 

@@ -305,6 +305,8 @@ describe('options', () => {
     await expect(locks.acquire('doc:40', { mode: 'read', writerPriority: true })).rejects.toThrow(
       /applies to writers/,
     );
+    // Module-wide it would keep every call (mutexes too) out of fair mode's queue; per call it may.
+    expect(() => services.create({ fair: true, writerPriority: false })).toThrow(/module-wide/);
     const notBoolean = { writerPriority: 'yes' } as unknown as { writerPriority: boolean };
     await expect(locks.acquire('doc:40', notBoolean)).rejects.toBeInstanceOf(RedisLockConfigError);
     expect(() => services.create({ writerPriority: 'no' as unknown as boolean })).toThrow(
@@ -332,10 +334,9 @@ describe('fair mode', () => {
 
   it('lets new readers past a writer that waits with writerPriority: false: it takes no place in the queue', async () => {
     const fair = services.create({ fair: true, ttl: 2_000 });
-    // The module's default this time (the next test gives it per call).
-    const fair2 = services.create({ fair: true, writerPriority: false, ttl: 2_000 });
+    const fair2 = services.create({ fair: true, ttl: 2_000 });
     const reader = await fair.acquire('doc:51', { mode: 'read' });
-    const writer = fair2.acquire('doc:51', { wait: 10_000 });
+    const writer = fair2.acquire('doc:51', { wait: 10_000, mode: 'write', writerPriority: false });
     await sleep(150); // its first tries: refused by the reader
     expect(await redis.exists(`${prefix}{doc:51}:queue`)).toBe(0);
     const r2 = await fair.tryAcquire('doc:51', { mode: 'read' });
