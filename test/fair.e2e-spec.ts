@@ -12,6 +12,8 @@ import {
 } from 'nestjs-redis-lock';
 import { lockRedisKeys } from '../lib/keys/lock-keys';
 import { fairAcquireScript } from '../lib/kinds/exclusive/fair-acquire.script';
+import { fairQuickAcquireScript } from '../lib/kinds/exclusive/fair-quick.script';
+import { fairReleaseScript } from '../lib/kinds/exclusive/fair-release.script';
 import { commandsRunBy as commandsOn } from './support/commandstats';
 import { CONNECT_BUDGET, lockServices, redisKeyOf, warmedUp } from './support/lock-services';
 import { startRedis, stopAllRedis, type RedisServer } from './support/redis-server';
@@ -333,6 +335,32 @@ describe('fair mode', () => {
     controller.abort(new Error('gave up')); // the try is on its way and will be granted
     await expect(call).rejects.toThrow('gave up');
     await waitFor(async () => (await redis.exists(keyOf('orphan'))) === 0, 5_000, 5);
+  });
+
+  it('sends no try after the call left: a first try answered after the call gave up grants nothing', async () => {
+    const service = services.create({ commandTimeout: 200 });
+    await (await service.acquire('late:warm-up')).release();
+    // The first try's uncontended script answers only when the test says, long after the call
+    // timed out and left (its leave sent); "not free" then would have sent the full try next.
+    let answer: (reply: number) => void = () => undefined;
+    const quick = jest
+      .spyOn(fairQuickAcquireScript, 'run')
+      .mockImplementationOnce(() => new Promise<number>((resolve) => (answer = resolve)));
+    const full = jest.spyOn(fairAcquireScript, 'run');
+    const leave = jest.spyOn(fairReleaseScript, 'run');
+    try {
+      await expect(service.acquire('late', { wait: 0, ttl: 10_000 })).rejects.toThrow();
+      await waitFor(() => leave.mock.calls.length > 0, 5_000, 5);
+      const tries = full.mock.calls.length;
+      answer(0);
+      await sleep(100); // a try sent now would have run by then
+      expect(full.mock.calls.length).toBe(tries);
+      expect(await redis.exists(keyOf('late'))).toBe(0);
+    } finally {
+      quick.mockRestore();
+      full.mockRestore();
+      leave.mockRestore();
+    }
   });
 
   it('gives a renew: false lock handed over its full ttl (one extension)', async () => {

@@ -99,11 +99,15 @@ export interface LockBackend {
   /** Compare-and-delete + wake waiters. Resolves whether `token` still owned the lock. */
   release(keys: LockRedisKeys, token: string): Promise<boolean>;
   /**
-   * Multi-key locks: `release` of each of `keys` (`tokens[i]` for `keys[i]`), in one command where
-   * the keys allow it (one Redis, or one Cluster slot); one answer per key, in order. Absent
-   * (Redlock): the engine releases each key by itself.
+   * Multi-key locks: `release` of each of `keys` (`tokens[i]` for `keys[i]`) in one command, one
+   * answer per key, in order — or undefined, nothing sent, where the keys do not allow one command
+   * (a Cluster's keys on several slots). Absent (Redlock), or undefined: the engine releases each
+   * key by itself, each retried and answered on its own.
    */
-  releaseAll?(keys: readonly LockRedisKeys[], tokens: readonly string[]): Promise<boolean[]>;
+  releaseAll?(
+    keys: readonly LockRedisKeys[],
+    tokens: readonly string[],
+  ): Promise<boolean[]> | undefined;
   /**
    * The operator's commands below act on every kind of lock on the user key `keys` names (of any
    * kind): its exclusive lock, its readers, its semaphore — one hash tag, one atomic step.
@@ -144,7 +148,8 @@ export interface FairLockBackend extends LockBackend {
    * acquire call), joining or staying in the queue when `queue` is set — for the lock, or for one
    * of a semaphore's permits when `keys.kind` is a permit lease (`SemaphoreLimitConflictError`
    * when the holders named another limit; a permit already `token`'s is granted anew, never
-   * answered `ours`).
+   * answered `ours`). `wanted` turns false once the call gave up: a try that takes more than one
+   * command sends no further one then.
    */
   fairAcquire(
     keys: LockRedisKeys,
@@ -152,6 +157,7 @@ export interface FairLockBackend extends LockBackend {
     ttl: number,
     queue: boolean,
     waiterTtl: number,
+    wanted?: () => boolean,
   ): Promise<FairAcquireReply>;
   /**
    * Fair mode: leaves the queue, and if `token` holds the lock, hands it to the first live waiter

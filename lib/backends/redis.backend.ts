@@ -161,17 +161,18 @@ export class RedisBackend implements FairLockBackend {
     return this.kinds[keys.kind.type].release(keys, token, answered);
   }
 
-  releaseAll(keys: readonly LockRedisKeys[], tokens: readonly string[]): Promise<boolean[]> {
+  releaseAll(
+    keys: readonly LockRedisKeys[],
+    tokens: readonly string[],
+  ): Promise<boolean[]> | undefined {
     const type = keys[0]!.kind.type;
     const kind = this.kinds[type];
-    // One script needs one kind, and on a Cluster one slot (a set taken one key at a time may span several).
-    const together =
-      kind.releaseAll &&
-      keys.every((k) => k.kind.type === type) &&
-      (!this.cluster || oneSlot(keys));
-    if (!together) return Promise.all(keys.map((k, i) => this.release(k, tokens[i]!)));
+    // One script needs one kind, and on a Cluster one slot (a set taken one key at a time may
+    // span several).
+    if (!kind.releaseAll || keys.some((k) => k.kind.type !== type)) return undefined;
+    if (this.cluster && !oneSlot(keys)) return undefined;
     const resetsBefore = this.resets;
-    return kind.releaseAll!(keys, tokens, (answers) => {
+    return kind.releaseAll(keys, tokens, (answers): boolean[] => {
       if (answers.includes(false) && this.resets !== resetsBefore) {
         // As for one key (`release`): "not there" may be our own delete, re-sent.
         throw new RedisUnavailableError(

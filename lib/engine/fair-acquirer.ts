@@ -197,6 +197,7 @@ export class FairAcquirer implements Acquirer {
       Math.ceil(request.ttl),
       queue,
       this.waiterTtl,
+      () => !call.left,
     );
     call.inFlight = sent;
     return sent;
@@ -322,6 +323,7 @@ export class FairAcquirer implements Acquirer {
    * (NOSCRIPT, a reconnect) — then it could queue us again after we left.
    */
   private leaveQueue(keys: LockRedisKeys, call: FairCall): void {
+    call.left = true;
     const afterLastTry = withTimeout(
       call.inFlight ?? Promise.resolve(),
       this.context.options.commandTimeout,

@@ -14,6 +14,8 @@ export class FairCall {
   seenFence = 0;
   /** The last try sent: leaving the queue goes out after it has run. */
   inFlight?: Promise<unknown>;
+  /** Set as the call leaves the queue: a try still in flight sends nothing more. */
+  left = false;
 
   constructor(
     /** One token for the whole call: its place in the queue. */

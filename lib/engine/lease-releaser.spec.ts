@@ -10,13 +10,17 @@ const bounded: Bounded = (command, _operation, _subject, onValue, onError) =>
   command.then(onValue, onError);
 
 /** What the releaser reads of a held lock. */
-const lockOf = (key: string): HeldLock =>
+const lockOf = (key: string, validUntil = Infinity): HeldLock =>
   ({
     key,
     token: `token-${key}`,
     redisKeys: lockRedisKeys('spec:', key),
-    validUntil: Infinity,
+    validUntil,
   }) as unknown as HeldLock;
+
+/** A refusal Redis answers without running the script (a Cluster slot in migration). */
+const tryAgain = (): Error =>
+  Object.assign(new Error('TRYAGAIN slot moving'), { name: 'ReplyError' });
 
 describe('LeaseReleaser', () => {
   const heard: string[] = [];
@@ -67,5 +71,37 @@ describe('LeaseReleaser', () => {
     expect(() => (release = releaser.release(lockOf('a'), (deleted) => deleted))).not.toThrow();
     await expect(release).rejects.toThrow('store closed');
     expect(heard).toEqual(['sent token-a', 'answered token-a false']);
+  });
+
+  it('releases each key by itself, answered on its own, when the store cannot send them as one', async () => {
+    const release = jest.fn((keys: { lock: string }) => Promise.resolve(keys.lock.endsWith('{a}')));
+    const backend = { releaseAll: () => undefined, release } as unknown as LockBackend;
+    const releaser = new LeaseReleaser(backend, undefined, notifier, bounded);
+    const answers = releaser.together(() =>
+      Promise.all([lockOf('a'), lockOf('b')].map((lock) => releaser.release(lock, (d) => d))),
+    );
+    await expect(answers).resolves.toEqual([true, false]);
+    expect(release).toHaveBeenCalledTimes(2);
+  });
+
+  it('sends a refused set again while any of its leases runs, one having lapsed', async () => {
+    jest.useFakeTimers();
+    try {
+      const releaseAll = jest
+        .fn()
+        .mockReturnValueOnce(Promise.reject(tryAgain()))
+        .mockReturnValueOnce(Promise.resolve([false, true]));
+      const backend = { releaseAll, release: throwing } as unknown as LockBackend;
+      const releaser = new LeaseReleaser(backend, undefined, notifier, bounded);
+      const lapsed = lockOf('a', 0); // its deadline is behind us: its key is gone anyway
+      const answers = releaser.together(() =>
+        Promise.all([lapsed, lockOf('b')].map((lock) => releaser.release(lock, (d) => d))),
+      );
+      await jest.advanceTimersByTimeAsync(1_000);
+      await expect(answers).resolves.toEqual([false, true]);
+      expect(releaseAll).toHaveBeenCalledTimes(2);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

@@ -83,31 +83,45 @@ export class LeaseReleaser {
     );
   }
 
-  /** Sends the releases `together` held back: one command for all, or the one alone. */
+  /**
+   * Sends the releases `together` held back: one command for all where the store can send one,
+   * else each by itself (retried and answered on its own).
+   */
   private sendTogether(heldBack: readonly HeldBackRelease[]): void {
-    const [first] = heldBack;
-    const releaseAll = this.backend.releaseAll;
-    if (!first || !releaseAll) return;
-    if (heldBack.length === 1) {
-      this.release(first.lock, first.settle).then(first.resolve, first.reject);
+    const { backend, notifier } = this;
+    const locks = heldBack.map((one) => one.lock);
+    const keys = locks.map((lock) => lock.redisKeys);
+    const tokens = locks.map((lock) => lock.token);
+    const sendAll = (): Promise<boolean[]> | undefined => backend.releaseAll?.(keys, tokens);
+    let first: Promise<boolean[]> | undefined;
+    try {
+      first = heldBack.length > 1 ? sendAll() : undefined;
+    } catch (error) {
+      first = Promise.reject(error);
+    }
+    if (!first) {
+      for (const one of heldBack) this.release(one.lock, one.settle).then(one.resolve, one.reject);
       return;
     }
-    const { notifier } = this;
-    const locks = heldBack.map((one) => one.lock);
     for (const lock of locks) notifier.releaseSent(lock.token);
     const answered = (answers?: readonly boolean[]): void =>
       locks.forEach((lock, i) =>
         notifier.releaseAnswered(lock.redisKeys.channel, lock.token, answers?.[i] ?? false),
       );
-    const keys = locks.map((lock) => lock.redisKeys);
-    const tokens = locks.map((lock) => lock.token);
     const target = {
       key: locks.map((lock) => lock.key).join(', '),
-      validUntil: Math.min(...locks.map((lock) => lock.validUntil)),
+      // Sent again while any key's lease still runs: a key that lapsed answers "not ours" alone.
+      validUntil: Math.max(...locks.map((lock) => lock.validUntil)),
     };
+    const again = (): Promise<boolean[]> =>
+      sendAll() ?? Promise.reject(new Error('releaseAll declined a set it took before'));
     this.send(
       target,
-      () => releaseAll.call(this.backend, keys, tokens),
+      () => {
+        const sent = first ?? again();
+        first = undefined;
+        return sent;
+      },
       (answers) => {
         answered(answers);
         heldBack.forEach((one, i) => {

@@ -50,12 +50,17 @@ export interface KindLeases {
 
 /** Fair mode for one kind: waiters queue in the store, and a release hands over to the first. */
 export interface FairLeases {
+  /**
+   * `wanted`: false once the call gave up; a try sent in more than one command (see
+   * `fair-quick.script.ts`) sends no further command then, and answers busy.
+   */
   acquire(
     keys: LockRedisKeys,
     token: string,
     ttl: number,
     queue: boolean,
     waiterTtl: number,
+    wanted?: () => boolean,
   ): Promise<FairAcquireReply>;
   /** `plain`: the lease was granted plain (`FairAcquireReply`); a kind may release it cheaper. */
   release(keys: LockRedisKeys, token: string, plain?: boolean): Promise<boolean>;

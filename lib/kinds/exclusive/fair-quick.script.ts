@@ -10,8 +10,8 @@ import { LuaScript } from '../../lua/lua-script';
 
 /**
  * A fair try that takes a free lock nobody queues for, as the full script's first path does (no
- * holder record: the token names its holder; unmarked). The first try of a call, which does not
- * queue yet, sends it first.
+ * holder record: the token names its holder; unmarked). A try that does not queue (a call's first,
+ * and every try of a writer with `writerPriority: false`) sends it first.
  * Keys: the lock, its fence counter, the queue. Args: the token, the lease in ms, the fence
  * counter's lifetime in ms.
  * Returns the fence (> 0) when granted; 0 when a queue exists or the key is taken (nothing

@@ -22,16 +22,22 @@ export class RedisFairQueue implements FairLeases {
     ttl: number,
     queue: boolean,
     waiterTtl: number,
+    wanted?: () => boolean,
   ): Promise<FairAcquireReply> {
     const full = (): Promise<FairAcquireReply> =>
       this.fullAcquire(keys, token, ttl, queue, waiterTtl);
-    // A try that would not queue yet (a call's first) takes a free lock nobody queues for with
-    // default mode's few keys and arguments; anything else goes to the full script.
+    // A try that does not queue (a call's first) takes a free lock nobody queues for with default
+    // mode's few keys and arguments; anything else goes on to the full script — unless the call
+    // gave up meanwhile: it has left the queue, and a try sent after that could grant it a lock
+    // nobody would release.
     if (queue) return full();
     const lifetime = Math.ceil(ttl + this.context.fenceRetention);
     return fairQuickAcquireScript
       .run(this.context.client, [keys.lock, keys.fence, keys.queue], [token, ttl, lifetime])
-      .then((fence) => (fence > 0 ? { granted: fence, plain: true } : full()));
+      .then((fence) => {
+        if (fence > 0) return { granted: fence, plain: true };
+        return wanted?.() === false ? { retryAfterMs: 0, fence: 0 } : full();
+      });
   }
 
   private fullAcquire(
