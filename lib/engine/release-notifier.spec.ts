@@ -223,4 +223,25 @@ describe('ReleaseNotifier (in-memory backend, fake timers)', () => {
       expect(subscribers).toBe(0);
     });
   });
+
+  it('wakes every waiter when its subscriber connection came back: a release may have been missed', async () => {
+    let reconnected: () => void = () => undefined;
+    const withReconnect = new ReleaseNotifier((): ReleasePubSub => {
+      const pubsub = backend.createPubSub();
+      return Object.assign(pubsub, {
+        onReconnected: (listener: () => void) => void (reconnected = listener),
+      });
+    }, silent);
+    try {
+      const first = sleeping(await withReconnect.register(keys.channel, 1_000));
+      const second = sleeping(await withReconnect.register(otherKeys.channel, 1_000));
+      await flush();
+      expect([first.woken(), second.woken()]).toEqual([false, false]);
+      reconnected();
+      await flush();
+      expect([first.woken(), second.woken()]).toEqual([true, true]);
+    } finally {
+      await withReconnect.close();
+    }
+  });
 });

@@ -102,7 +102,7 @@ export class ReleaseNotifier {
     this.subscriber?.unsubscribe(waiter.channel).catch(() => undefined);
   }
 
-  /** Wakes every waiter (shutting down: they find out and leave). */
+  /** Wakes every waiter: shutting down, they find out and leave; a connection back, they try again. */
   wakeAll(): void {
     for (const entry of this.channels.values()) {
       for (const waiter of entry.waiters) waiter.notify();
@@ -128,6 +128,9 @@ export class ReleaseNotifier {
       const subscriber = this.createSubscriber();
       subscriber.onMessage((channel, message) => this.onMessage(channel, message));
       subscriber.onError((error) => this.logger.warn(messages.subscriberFailed(error.message)));
+      // Its connection came back: a release published while it was away was missed, and a
+      // failover may have lost the mark that made it publish. Every waiter tries again.
+      subscriber.onReconnected?.(() => this.wakeAll());
       this.subscriber = subscriber;
     }
     return this.subscriber;

@@ -13,6 +13,12 @@ export interface ReleasePubSub {
   /** `message` is the releasing token (or '1' for a forced release). */
   onMessage(listener: (channel: string, message: string) => void): void;
   onError(listener: (error: Error) => void): void;
+  /**
+   * Calls `listener` when the subscriber connection came back after losing its server (a restart,
+   * a Sentinel failover): a release published meanwhile was missed. Absent where it cannot happen
+   * (in memory), or where the command connection's watch already covers it (a Cluster).
+   */
+  onReconnected?(listener: () => void): void;
   close(): void;
 }
 
@@ -83,6 +89,14 @@ function subscriberOf(subscriber: RedisClient, mode: PubSubMode, keyPrefix: stri
         listener(unprefixed(channel), message),
       ),
     onError: (listener) => subscriber.on('error', listener),
+    onReconnected: (listener) => {
+      // The first 'ready' is the connection's start; each later one, a connection that came back.
+      let connected = subscriber.status === 'ready';
+      subscriber.on('ready', () => {
+        if (connected) listener();
+        connected = true;
+      });
+    },
     close: () => subscriber.disconnect(),
   };
 }
@@ -128,6 +142,7 @@ function followSlotMoves(
 function lazyReleasePubSub(create: () => Promise<ReleasePubSub>): ReleasePubSub {
   const messageListeners: ((channel: string, message: string) => void)[] = [];
   const errorListeners: ((error: Error) => void)[] = [];
+  const reconnectListeners: (() => void)[] = [];
   let creating: Promise<ReleasePubSub> | undefined;
   let inner: ReleasePubSub | undefined;
   let closed = false;
@@ -136,6 +151,7 @@ function lazyReleasePubSub(create: () => Promise<ReleasePubSub>): ReleasePubSub 
       (subscriber) => {
         messageListeners.forEach((listener) => subscriber.onMessage(listener));
         errorListeners.forEach((listener) => subscriber.onError(listener));
+        reconnectListeners.forEach((listener) => subscriber.onReconnected?.(listener));
         inner = subscriber;
         if (closed) subscriber.close();
         return subscriber;
@@ -161,6 +177,10 @@ function lazyReleasePubSub(create: () => Promise<ReleasePubSub>): ReleasePubSub 
       errorListeners.push(listener);
       inner?.onError(listener);
     },
+    onReconnected: (listener) => {
+      reconnectListeners.push(listener);
+      inner?.onReconnected?.(listener);
+    },
     close: () => {
       closed = true;
       inner?.close();
@@ -175,6 +195,7 @@ export function combineReleasePubSubs(parts: ReleasePubSub[]): ReleasePubSub {
     unsubscribe: (channel) => Promise.allSettled(parts.map((part) => part.unsubscribe(channel))),
     onMessage: (listener) => parts.forEach((part) => part.onMessage(listener)),
     onError: (listener) => parts.forEach((part) => part.onError(listener)),
+    onReconnected: (listener) => parts.forEach((part) => part.onReconnected?.(listener)),
     close: () => parts.forEach((part) => part.close()),
   };
 }
