@@ -94,9 +94,10 @@ export class FairAcquirer implements Acquirer {
       let lock: HeldLock;
       try {
         if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown());
-        lock = this.lockOf(request, keys, call, reply.granted, sentAt);
-        lock.grantedPlain = reply.plain === true;
-        context.track(lock, request);
+        lock = context.track(
+          this.lockOf(request, keys, call, reply.granted, sentAt, reply.plain),
+          request,
+        );
       } catch (error) {
         this.leaveQueue(keys, call); // frees it: the call leaves
         return report.failed(error);
@@ -227,8 +228,7 @@ export class FairAcquirer implements Acquirer {
     }
     if (context.isClosing()) throw new LockServiceClosedError(messages.shuttingDown()); // the call leaves
     if ('granted' in reply) {
-      const lock = this.lockOf(request, keys, call, reply.granted, sentAt);
-      lock.grantedPlain = reply.plain === true;
+      const lock = this.lockOf(request, keys, call, reply.granted, sentAt, reply.plain);
       return context.track(lock, request);
     }
     return this.taken(request, keys, call, reply, sentAt);
@@ -296,16 +296,20 @@ export class FairAcquirer implements Acquirer {
     return lock;
   }
 
-  /** The call's lock, granted with `fence` by a command sent at `startedAt`. */
+  /**
+   * The call's lock, granted with `fence` by a command sent at `startedAt` (`plain`: as default
+   * mode grants, see `FairAcquireReply`).
+   */
   private lockOf(
     request: AcquireRequest,
     keys: LockRedisKeys,
     call: FairCall,
     fence: number,
     startedAt: number,
+    plain = false,
   ): HeldLock {
     const { engine } = this.context;
-    return new HeldLock({
+    const lock = new HeldLock({
       operations: engine,
       key: request.key,
       redisKeys: keys,
@@ -315,6 +319,8 @@ export class FairAcquirer implements Acquirer {
       startedAt,
       owner: engine,
     });
+    lock.grantedPlain = plain;
+    return lock;
   }
 
   /**

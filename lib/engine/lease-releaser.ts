@@ -8,11 +8,6 @@ import { monotonicNow } from '../util/clock';
 import type { Bounded } from '../util/command-deadlines';
 import { settled } from '../util/settled';
 
-/**
- * Releases held locks: compare-and-delete, or in fair mode a release that hands the lock to the
- * next in line. A release Redis refused unrun (a slot in migration) is sent again until it is
- * answered or the lock's deadline passes — after that its key has expired by itself.
- */
 /** A release held back by `together` until the set it belongs to is sent as one command. */
 interface HeldBackRelease {
   readonly lock: HeldLock;
@@ -21,6 +16,11 @@ interface HeldBackRelease {
   reject(error: unknown): void;
 }
 
+/**
+ * Releases held locks: compare-and-delete, or in fair mode a release that hands the lock to the
+ * next in line. A release Redis refused unrun (a slot in migration) is sent again until it is
+ * answered or the lock's deadline passes — after that its key has expired by itself.
+ */
 export class LeaseReleaser {
   /** Set while `together` runs: the plain releases it starts, to be sent as one. */
   private heldBack?: HeldBackRelease[];
