@@ -150,15 +150,20 @@ export class RedisBackend implements FairLockBackend {
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
     const resetsBefore = this.resets;
-    const answered = (deleted: boolean): boolean => {
-      if (!deleted && this.resets !== resetsBefore) {
-        // The connection dropped meanwhile and ioredis re-sent the release: "not there" may be
-        // our own first delete whose reply was lost. Say "unknown" rather than wrongly "lost".
-        throw new RedisUnavailableError(messages.releaseUnknown(keys.lock));
-      }
+    return this.kinds[keys.kind.type].release(keys, token, (deleted) => {
+      this.assertKnown(resetsBefore, deleted, keys.lock);
       return deleted;
-    };
-    return this.kinds[keys.kind.type].release(keys, token, answered);
+    });
+  }
+
+  /**
+   * The connection dropped since `resetsBefore` and ioredis re-sent the release: "not there" may
+   * be our own first delete whose reply was lost. Say "unknown" rather than wrongly "lost".
+   */
+  private assertKnown(resetsBefore: number, allDeleted: boolean, locks: string): void {
+    if (!allDeleted && this.resets !== resetsBefore) {
+      throw new RedisUnavailableError(messages.releaseUnknown(locks));
+    }
   }
 
   releaseAll(
@@ -173,12 +178,7 @@ export class RedisBackend implements FairLockBackend {
     if (this.cluster && !oneSlot(keys)) return undefined;
     const resetsBefore = this.resets;
     return kind.releaseAll(keys, tokens, (answers): boolean[] => {
-      if (answers.includes(false) && this.resets !== resetsBefore) {
-        // As for one key (`release`): "not there" may be our own delete, re-sent.
-        throw new RedisUnavailableError(
-          messages.releaseUnknown(keys.map((k) => k.lock).join(', ')),
-        );
-      }
+      this.assertKnown(resetsBefore, !answers.includes(false), keys.map((k) => k.lock).join(', '));
       return answers;
     });
   }
